@@ -1,0 +1,5 @@
+import sys
+
+from checker.cli import main
+
+sys.exit(main())

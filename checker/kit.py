@@ -1,0 +1,180 @@
+"""What a kata's hidden checks are written with.
+
+A checks module (`katas/NN_slug/hidden/checks.py`) builds one `Checks` registry named `CHECKS` and
+decorates plain functions with it:
+
+    CHECKS = Checks()
+
+    @CHECKS.check(stage="module", weight=2)
+    def mlp_is_module_dialect(ctx):
+        "symbolic_trace of an MLP of nn.Modules is MODULE"
+        got = ctx.attempt.detect_dialect(gm)
+        expect(got == Dialect.MODULE, f"detect_dialect returned {got!r}; expected Dialect.MODULE because ...")
+
+A check passes by returning. It fails by raising `CheckFailed` (or AssertionError, e.g. from
+`torch.testing.assert_close`) with a message written for the learner. Any other exception that escapes
+is reported as an error in the attempt, located at the attempt's own file and line.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable
+
+FUZZ_PROFILES = {
+    # examples per fuzz check; "learner" keeps `make kata` quick, "deep" is what `make test` runs on references
+    "learner": 12,
+    "deep": 40,
+}
+DEFAULT_SEED = 20260
+SHRINK_BUDGET_S = 20.0
+
+
+class CheckFailed(AssertionError):
+    """A check's verdict, with a message for the learner."""
+
+
+def expect(condition: object, message: str) -> None:
+    """Fail the running check with `message` unless `condition` holds."""
+    if not condition:
+        raise CheckFailed(message)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    stage: str
+    name: str
+    weight: int
+    func: Callable[["Context"], None]
+
+
+@dataclass
+class Context:
+    """What every check receives: the attempt and reference modules and the run's fuzz settings."""
+
+    attempt: ModuleType
+    reference: ModuleType
+    seed: int = DEFAULT_SEED
+    profile: str = "learner"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def max_examples(self) -> int:
+        return FUZZ_PROFILES[self.profile]
+
+
+class Checks:
+    """An ordered registry of a kata's checks."""
+
+    def __init__(self) -> None:
+        self.specs: list[CheckSpec] = []
+
+    def check(self, *, stage: str, weight: int = 1, name: str | None = None):
+        def register(func: Callable[[Context], None]) -> Callable[[Context], None]:
+            doc = (func.__doc__ or "").strip().splitlines()
+            title = name or (doc[0] if doc else func.__name__.replace("_", " "))
+            if any(spec.id == func.__name__ for spec in self.specs):
+                raise ValueError(f"two checks are named {func.__name__}")
+            self.specs.append(CheckSpec(func.__name__, stage, title, weight, func))
+            return func
+
+        return register
+
+
+class _ShrinkBudgetSpent(BaseException):
+    """Raised inside a Hypothesis run to stop shrinking; BaseException so Hypothesis does not treat it as a failure."""
+
+
+def fuzz(
+    ctx: Context,
+    strategy: Any,
+    prop: Callable[[Any], None],
+    *,
+    describe: Callable[[Any], str] = repr,
+    max_examples: int | None = None,
+) -> None:
+    """Run `prop` on examples drawn from `strategy`; on failure raise CheckFailed with the shrunk example.
+
+    Deterministic for a given `ctx.seed`: the same attempt gets the same verdict every run. The message
+    carries `describe(example)` and the seed that replays it. NotImplementedError from the attempt is
+    re-raised at once instead of being shrunk, so an unfinished function reads as unfinished.
+    """
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    state: dict[str, Any] = {"failure": None, "example": None, "not_implemented": None}
+    deadline = [None]
+
+    @settings(
+        max_examples=max_examples or ctx.max_examples,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        print_blob=False,
+        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    @seed(ctx.seed)
+    @given(strategy)
+    def run(example: Any) -> None:
+        if state["not_implemented"] is not None:
+            return
+        if deadline[0] is not None and time.monotonic() > deadline[0]:
+            raise _ShrinkBudgetSpent
+        try:
+            prop(example)
+        except NotImplementedError as exc:
+            state["not_implemented"] = exc
+            return
+        except Exception as exc:
+            state["failure"], state["example"] = exc, example
+            if deadline[0] is None:
+                deadline[0] = time.monotonic() + SHRINK_BUDGET_S
+            raise
+
+    try:
+        run()
+    except _ShrinkBudgetSpent:
+        pass
+    except Exception:
+        if state["failure"] is None:  # Hypothesis itself failed (e.g. Flaky): report what we saw
+            raise
+    if state["not_implemented"] is not None:
+        raise state["not_implemented"]
+    if state["failure"] is None:
+        return
+    failure = state["failure"]
+    headline = str(failure).strip() or type(failure).__name__
+    if not isinstance(failure, AssertionError):
+        headline = f"your code raised {type(failure).__name__}{_attempt_location(ctx, failure)}: {headline}"
+    raise CheckFailed(
+        f"{headline}\n\nSmallest failing example found:\n{describe(state['example'])}\n"
+        f"(replay with --seed {ctx.seed})"
+    ) from failure
+
+
+def _attempt_location(ctx: Context, exc: BaseException) -> str:
+    """' at file:line' of the innermost attempt frame in exc's traceback, or ''."""
+    import traceback
+    from pathlib import Path
+
+    attempt_file = getattr(ctx.attempt, "__file__", None)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if attempt_file and Path(f.filename) == Path(attempt_file)]
+    return f" at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name}()" if frames else ""
+
+
+def env_profile() -> str:
+    """The fuzz profile named by FX_KATAS_PROFILE, defaulting to the learner profile."""
+    profile = os.environ.get("FX_KATAS_PROFILE", "learner")
+    return profile if profile in FUZZ_PROFILES else "learner"
+
+
+def load_reference(slug: str, module: str) -> "ModuleType":
+    """The reference solution `solutions/<slug>/<module>` as a module of its own (used by test mutants,
+    which import the reference and replace only the function that holds the mistake)."""
+    from checker.child import load_module
+    from checker.manifest import SOLUTIONS_DIR
+
+    return load_module(SOLUTIONS_DIR / slug / module, f"reference_base_{slug}")

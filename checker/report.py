@@ -1,0 +1,117 @@
+"""Turn a KataResult into what a person reads: grouped by stage, failures explained, one next step."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from checker.manifest import Kata
+from checker.runner import CheckResult, KataResult
+
+MAX_MESSAGE_LINES = 14
+MAX_MESSAGE_CHARS = 1200
+MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "not_implemented": "·", "timeout": "⧗", "not_run": "-"}
+STATUS_WORDS = {
+    "pass": "pass — every check passes",
+    "fail": "fail",
+    "not_started": "not_started — nothing implemented yet",
+    "error": "error",
+    "timeout": "timeout",
+}
+
+
+def use_colour(stream=sys.stdout) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+class _Style:
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.on else text
+
+
+def cap(message: str, lines: int = MAX_MESSAGE_LINES, chars: int = MAX_MESSAGE_CHARS) -> str:
+    """Trim a learner-facing message to a readable size, saying that it was trimmed."""
+    text = message.strip()
+    trimmed = False
+    if len(text) > chars:
+        text, trimmed = text[:chars].rstrip(), True
+    rows = text.splitlines()
+    if len(rows) > lines:
+        rows, trimmed = rows[:lines], True
+    if trimmed:
+        rows.append("… (trimmed; --verbose shows everything)")
+    return "\n".join(rows)
+
+
+def display_path(path: str | Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def _check_line(check: CheckResult, style: _Style, width: int) -> str:
+    colour = {"pass": "32", "fail": "31", "error": "31", "timeout": "33"}.get(check.status, "2")
+    points = f"{check.weight if check.status == 'pass' else 0}/{check.weight}"
+    return f"  {style(MARKS[check.status], colour)} {check.name:<{width}} {points:>5}"
+
+
+def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour: bool = False) -> str:
+    style = _Style(colour)
+    out = [style(f"Kata {kata.number} · {kata.title}", "1"), f"attempt: {display_path(result.attempt)}", ""]
+    if result.status == "error" and all(c.status == "not_run" for c in result.checks):
+        out += [style("No check could run:", "31"), _indent(cap(result.message), "  ")]
+        if verbose and result.detail:
+            out += ["", _indent(result.detail, "  | ")]
+        out += ["", f"score: 0/{result.max_score}   status: {STATUS_WORDS['error']}",
+                "Fix the line above and run the kata again."]
+        return "\n".join(out)
+    quiet_not_started = result.status == "not_started" and not verbose
+    width = max((len(c.name) for c in result.checks), default=0)
+    for stage in kata.stages:
+        checks = [c for c in result.checks if c.stage == stage]
+        if not checks:
+            continue
+        out.append(style(stage, "1;34"))
+        for check in checks:
+            out.append(_check_line(check, style, width))
+            if quiet_not_started or check.status in ("pass", "not_run"):
+                continue
+            if check.message:
+                out.append(_indent(cap(check.message) if not verbose else check.message, "      "))
+            if verbose and check.detail:
+                out.append(_indent(check.detail.rstrip(), "      | "))
+            if verbose and check.output.strip():
+                out.append(_indent("your code printed:\n" + check.output.rstrip(), "      > "))
+    out.append("")
+    if result.message:
+        out.append(style(cap(result.message), "33"))
+    out.append(f"score: {result.score}/{result.max_score}   status: "
+               + style(STATUS_WORDS[result.status], "32" if result.status == "pass" else "31"))
+    out.append(next_step(kata, result))
+    return "\n".join(out)
+
+
+def next_step(kata: Kata, result: KataResult) -> str:
+    """One sentence telling the learner what to do now."""
+    stub = display_path(kata.stub_path)
+    if result.status == "pass":
+        return f"Well done. Compare with the reference: `make diff N={kata.number}`; then go on to the next kata."
+    if result.status == "not_started":
+        first = result.checks[0].message.split(": ", 1)[0] if result.checks else ""
+        return (f"Start here: read {display_path(kata.lesson_path)}, then replace the NotImplementedError stubs in "
+                f"{stub} ({first.replace('not implemented yet ', '').strip('()')}). Stuck? `make hint N={kata.number}`.")
+    if result.status == "timeout":
+        return "Your code is still running when the time limit ends: look for a loop that never ends."
+    first_failing = next((c for c in result.checks if c.status not in ("pass", "not_run")), None)
+    if first_failing is None:
+        return f"Re-run with --verbose for the full output; stuck? `make hint N={kata.number}`."
+    return (f"Next: make '{first_failing.name}' pass (stage {first_failing.stage}). "
+            f"--verbose shows tracebacks; stuck? `make hint N={kata.number}`.")

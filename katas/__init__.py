@@ -1,0 +1,1 @@
+"""fx-katas: the katas (folders NN_slug, not importable) and `katas.common`, what they share."""

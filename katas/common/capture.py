@@ -1,0 +1,129 @@
+"""Capture a model's FX graph the way each tool does, and run the captured graph with the right inputs.
+
+The same model yields different graphs depending on how it was captured; that is what the katas teach.
+`capture(model, inputs, method)` returns a `Captured` whose `gm` is the graph the tool produced (a pass may
+rewrite it in place) and whose `run(*inputs)` executes that graph — including the current, possibly
+rewritten, version of it — with the tool's calling convention: Dynamo, aot_autograd and export graphs take
+the parameters as extra inputs, which `run` supplies.
+
+| method               | graph dialect of an MLP | what the graph calls                                  |
+|----------------------|-------------------------|-------------------------------------------------------|
+| symbolic_trace       | module                  | call_module fc1/act; free functions stay call_function |
+| dynamo               | torch                   | torch._C._nn.linear, torch._C._nn.gelu (params lifted) |
+| make_fx_pre_dispatch | aten                    | aten.linear, aten.gelu                                |
+| export               | aten                    | aten.linear, aten.gelu (params lifted)                |
+| make_fx              | aten                    | aten.t + aten.addmm (3-D input: aten.view around)     |
+| aot_autograd         | aten                    | aten.t + aten.addmm, primals_N placeholders           |
+| export_core          | core_aten               | aten.permute + aten.addmm (export().run_decompositions()) |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch.fx.experimental.proxy_tensor import make_fx
+
+CAPTURES = ("symbolic_trace", "dynamo", "make_fx_pre_dispatch", "export", "make_fx", "aot_autograd", "export_core")
+CAPTURE_DIALECT = {
+    "symbolic_trace": "module",
+    "dynamo": "torch",
+    "make_fx_pre_dispatch": "aten",
+    "export": "aten",
+    "make_fx": "aten",
+    "aot_autograd": "aten",
+    "export_core": "core_aten",
+}
+
+
+class CaptureError(RuntimeError):
+    """The tool could not capture the model as one graph, or running it would need a new capture."""
+
+
+@dataclass
+class Captured:
+    method: str
+    gm: torch.fx.GraphModule
+    _run: Callable[..., Any]
+
+    def run(self, *inputs: torch.Tensor) -> Any:
+        """Run the graph as it is now on `inputs` (same shapes and dtypes as the capture's)."""
+        return self._run(*inputs)
+
+
+class _GraphRecorder:
+    """A torch.compile backend that keeps the graph it receives and runs the latest version of it."""
+
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        self.graphs.append(gm)
+        return lambda *args: gm(*args)
+
+
+def _compile_and_capture(model: Callable, inputs: tuple, backend_for: Callable[[_GraphRecorder], Any], method: str) -> Captured:
+    import torch._dynamo
+
+    torch._dynamo.reset()  # otherwise same-code models share a cache and hit the recompile limit
+    recorder = _GraphRecorder()
+    compiled = torch.compile(model, backend=backend_for(recorder), fullgraph=True, dynamic=False)
+    with torch.no_grad():
+        compiled(*inputs)
+    if len(recorder.graphs) != 1:
+        raise CaptureError(f"{method}: expected one graph, got {len(recorder.graphs)}")
+
+    def run(*args: torch.Tensor) -> Any:
+        with torch.no_grad():
+            out = compiled(*args)
+        if len(recorder.graphs) != 1:
+            raise CaptureError(f"{method}: running with these inputs made Dynamo capture a new graph; "
+                               "use inputs with the capture's shapes and dtypes")
+        return out
+
+    return Captured(method, recorder.graphs[0], run)
+
+
+def _export_runner(ep: "torch.export.ExportedProgram", gm: torch.fx.GraphModule) -> Callable:
+    from torch.export.graph_signature import InputKind
+    from torch.utils import _pytree as pytree
+
+    state = {**ep.state_dict, **ep.constants}
+    specs = ep.graph_signature.input_specs
+
+    def run(*user_inputs: torch.Tensor) -> Any:
+        user = iter(user_inputs)
+        args = [next(user) if spec.kind == InputKind.USER_INPUT else state[spec.target] for spec in specs]
+        with torch.no_grad():
+            flat = gm(*args)
+        n_user = len(ep.graph_signature.user_outputs)
+        return pytree.tree_unflatten(list(flat)[-n_user:], ep.call_spec.out_spec)
+
+    return run
+
+
+def capture(model: Callable, inputs: tuple, method: str) -> Captured:
+    """Capture `model` called on `inputs` with `method` (one of CAPTURES). The model is not modified."""
+    inputs = tuple(inputs)
+    if method == "symbolic_trace":
+        gm = torch.fx.symbolic_trace(model)
+        return Captured(method, gm, lambda *args: gm(*args))
+    if method == "dynamo":
+        return _compile_and_capture(model, inputs, lambda recorder: recorder, method)
+    if method == "aot_autograd":
+        from torch._dynamo.backends.common import aot_autograd
+
+        return _compile_and_capture(model, inputs, lambda recorder: aot_autograd(fw_compiler=recorder), method)
+    if method in ("make_fx", "make_fx_pre_dispatch"):
+        with torch.no_grad():
+            gm = make_fx(model, pre_dispatch=method == "make_fx_pre_dispatch")(*inputs)
+        return Captured(method, gm, lambda *args: gm(*args))
+    if method in ("export", "export_core"):
+        if not isinstance(model, torch.nn.Module):
+            raise CaptureError(f"{method} needs an nn.Module, got {type(model).__name__}")
+        ep = torch.export.export(model, inputs)
+        if method == "export_core":
+            ep = ep.run_decompositions()
+        return Captured(method, ep.graph_module, _export_runner(ep, ep.graph_module))
+    raise ValueError(f"unknown capture method {method!r}; choose from {', '.join(CAPTURES)}")

@@ -1,0 +1,49 @@
+"""The one home of the katas' Hypothesis strategies.
+
+Hidden checks draw random models from here, so every kata fuzzes the same family of MLPs and a
+counterexample reads the same way everywhere (see `katas.common.models.describe`).
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from katas.common.models import NPU_FRIENDLY_ACTIVATIONS, REUSES, LayerSpec, MLPSpec
+
+WIDTHS = st.integers(min_value=1, max_value=6)
+
+
+def layer_specs(activations=NPU_FRIENDLY_ACTIVATIONS, reuses=REUSES) -> st.SearchStrategy[LayerSpec]:
+    """One Linear layer and what follows it. Shrinks toward width 1, bias, the first activation, no reuse."""
+    return st.builds(
+        LayerSpec,
+        out_features=WIDTHS,
+        bias=st.booleans().map(lambda b: not b),  # shrinks to True: a bias is the common case
+        activation=st.sampled_from(activations),
+        reuse=st.sampled_from(reuses),
+    )
+
+
+def mlp_specs(
+    *,
+    activations=NPU_FRIENDLY_ACTIVATIONS,
+    reuses=REUSES,
+    max_layers: int = 3,
+    batch_shapes=((2,), (2, 3)),
+    dtypes=("float32",),
+    styles=("modules",),
+) -> st.SearchStrategy[MLPSpec]:
+    """Random MLPs: 1..max_layers Linear layers, each followed by an activation and maybe reused."""
+    return st.builds(
+        MLPSpec,
+        in_features=WIDTHS,
+        layers=st.lists(layer_specs(activations, reuses), min_size=1, max_size=max_layers).map(tuple),
+        batch_shape=st.sampled_from(batch_shapes),
+        dtype=st.sampled_from(dtypes),
+        style=st.sampled_from(styles),
+        seed=st.integers(min_value=0, max_value=2**16),
+    )
+
+
+def dialect_captures(captures) -> st.SearchStrategy[str]:
+    """A capture method name from `captures` (see `katas.common.capture.CAPTURES`)."""
+    return st.sampled_from(tuple(captures))

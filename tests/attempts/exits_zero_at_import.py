@@ -1,0 +1,4 @@
+import sys
+
+print("PASS")
+sys.exit(0)

@@ -1,0 +1,2 @@
+def node_dialect(node)
+    return None

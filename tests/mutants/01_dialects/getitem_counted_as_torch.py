@@ -1,0 +1,23 @@
+"""Mistake: operator.getitem is treated as a torch-level call, so aten graphs that unpack
+native_layer_norm or max outputs look mixed."""
+import operator
+
+from checker.kit import load_reference
+
+_ref = load_reference("01_dialects", "dialects.py")
+Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
+_right_node_dialect = _ref.node_dialect
+
+KILLED_BY = ("getitem_is_neutral", "getitem_does_not_mix_levels")
+
+
+def node_dialect(node):
+    if node.op == "call_function" and node.target is operator.getitem:
+        return Dialect.TORCH
+    return _right_node_dialect(node)
+
+
+
+# the reference's detect_dialect calls the module-level node_dialect: point it at the mistake
+_ref.node_dialect = node_dialect
+detect_dialect = _ref.detect_dialect

@@ -1,0 +1,20 @@
+"""Mistake: every OpOverload is ATEN; the torch.Tag.core check is missing, so CORE_ATEN never appears."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("01_dialects", "dialects.py")
+Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
+_right_node_dialect = _ref.node_dialect
+
+KILLED_BY = ("overloads_split_by_core_tag", "decomposed_exports_are_core_aten", "random_mlps_in_every_capture")
+
+
+def node_dialect(node):
+    dialect = _right_node_dialect(node)
+    return Dialect.ATEN if dialect == Dialect.CORE_ATEN else dialect
+
+
+
+# the reference's detect_dialect calls the module-level node_dialect: point it at the mistake
+_ref.node_dialect = node_dialect
+detect_dialect = _ref.detect_dialect

@@ -1,0 +1,117 @@
+"""The checker survives whatever an attempt does, and its outputs keep their documented shape."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from checker.manifest import REPO_ROOT, get_kata
+from checker.runner import run_kata
+from conftest import ATTEMPTS_DIR
+
+KATA1 = get_kata(1)
+ONE_CHECK = ("call_module_node_is_module",)
+
+
+def checker_cli(*args: str, cwd=REPO_ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "checker", *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def test_syntax_error_is_reported_with_file_and_line():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "syntax_error.py", only=ONE_CHECK)
+    assert result.status == "error"
+    assert "syntax_error.py:1" in result.message and "SyntaxError" in result.message
+
+
+def test_import_error_names_the_missing_name():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "import_error.py", only=ONE_CHECK)
+    assert result.status == "error"
+    assert "import_error.py:2" in result.message and "no_such_name" in result.message
+
+
+def test_infinite_loop_times_out_and_keeps_finished_checks():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "infinite_loop.py", only=ONE_CHECK, time_limit=15)
+    assert result.status == "timeout"
+    assert result.checks[0].status == "timeout"
+    assert result.duration_s < 30
+
+
+def test_segfault_is_an_error_naming_the_signal():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "segfault.py", only=ONE_CHECK)
+    assert result.status == "error"
+    assert "SIGSEGV" in result.message
+
+
+def test_sys_exit_at_import_cannot_fake_a_pass():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "exits_zero_at_import.py", only=ONE_CHECK)
+    assert result.status == "error"
+    assert "sys.exit" in result.message or "SystemExit" in result.message
+
+
+def test_exit_inside_a_check_fails_that_check():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "exits_inside_a_check.py",
+                      only=("call_module_node_is_module", "graph_without_ops_is_torch"))
+    by_id = {c.id: c for c in result.checks}
+    assert by_id["call_module_node_is_module"].status == "error"
+    assert "sys.exit" in by_id["call_module_node_is_module"].message
+    assert result.status == "error" and "exited with code 0" in result.message  # os._exit(0) ended the process
+
+
+def test_printed_pass_and_forged_events_are_ignored():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=ONE_CHECK + ("graph_without_ops_is_torch",))
+    assert result.status == "fail"
+    assert result.score == 0
+    assert all(c.status == "fail" for c in result.checks)
+
+
+def test_checker_never_writes_beside_the_attempt(tmp_path):
+    attempt = tmp_path / "dialects.py"
+    attempt.write_text(KATA1.stub_path.read_text())
+    before = attempt.stat().st_mtime_ns, attempt.read_bytes()
+    run_kata(KATA1, attempt, only=ONE_CHECK)
+    assert (attempt.stat().st_mtime_ns, attempt.read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dialects.py"]
+
+
+def test_json_output_has_the_documented_shape():
+    proc = checker_cli("kata", "1", "--json", "--check", "call_module_node_is_module", "--check", "getitem_is_neutral")
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {"kata", "title", "status", "score", "max_score", "checks", "attempt", "torch_version", "duration_s",
+            "schema_version"} <= data.keys()
+    assert data["status"] == "not_started" and data["kata"] == 1 and data["schema_version"] == 1
+    assert [set(c) for c in data["checks"]] == [{"id", "stage", "name", "status", "weight", "message"}] * 2
+    assert "Traceback" not in proc.stdout
+
+
+def test_solution_exits_zero_and_text_output_ends_with_score():
+    proc = checker_cli("kata", "1", "--solution", "--check", "getitem_is_neutral")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "score: 1/1   status: pass" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "NumPy" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("args, complaint", [
+    (("kata", "99"), "there is no kata 99"),
+    (("kata", "1", "--attempt", "no/such/file.py"), "no such file"),
+    (("kata", "1", "--check", "no_such_check"), "no check named no_such_check"),
+])
+def test_bad_input_is_one_clear_line(args, complaint):
+    proc = checker_cli(*args)
+    assert proc.returncode == 2
+    assert complaint in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_wrong_torch_version_is_refused_unless_overridden(tmp_path):
+    fake_dist = tmp_path / "torch-9.9.9.dist-info"
+    fake_dist.mkdir()
+    (fake_dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 9.9.9\n")
+    code = ("import sys; sys.path.insert(0, %r); from checker.runner import torch_version_problem; "
+            "print(torch_version_problem())" % str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert "torch 9.9.9 is installed" in proc.stdout and "--any-torch" in proc.stdout

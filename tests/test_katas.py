@@ -1,0 +1,44 @@
+"""Every reference scores full marks, every pristine stub is not_started, every mutant is caught.
+
+Kata-agnostic: adding a kata to katas/katas.toml (and mutants to tests/mutants/<slug>/) adds its tests here.
+"""
+from __future__ import annotations
+
+import pytest
+
+from checker.runner import run_kata
+from conftest import KATAS, all_mutants, kata_id, killed_by, mutant_files
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_reference_scores_full_marks_on_the_deep_profile(kata):
+    result = run_kata(kata, kata.solution_path, profile="deep")
+    failing = {c.id: f"{c.status}: {c.message[:300]}" for c in result.checks if c.status != "pass"}
+    assert result.status == "pass", (result.message, failing)
+    assert result.score == result.max_score > 0
+    assert set(kata.stages) == {c.stage for c in result.checks}, "every stage in katas.toml has at least one check"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_pristine_stub_is_not_started(kata):
+    result = run_kata(kata, kata.stub_path)
+    assert result.status == "not_started", [(c.id, c.status, c.message[:200]) for c in result.checks]
+    assert result.score == 0
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_every_kata_ships_known_wrong_attempts(kata):
+    assert len(mutant_files(kata)) >= 3, f"tests/mutants/{kata.slug}/ needs the mistakes learners really make"
+
+
+@pytest.mark.parametrize("kata, mutant", all_mutants())
+def test_mutant_fails_the_check_aimed_at_it(kata, mutant):
+    aimed = killed_by(mutant)
+    result = run_kata(kata, mutant, only=aimed)
+    verdicts = {c.id: c for c in result.checks}
+    assert set(aimed) <= set(verdicts), f"KILLED_BY names unknown checks: {set(aimed) - set(verdicts)}"
+    for check_id in aimed:
+        check = verdicts[check_id]
+        assert check.status in ("fail", "error"), f"{check_id} did not catch the mistake: {check.status}"
+        assert check.message.strip(), f"{check_id} failed without telling the learner why"
+    assert result.status == "fail"

@@ -1,0 +1,41 @@
+"""The manifest is the single list of katas: every entry has its files, and the README table matches it."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from checker.manifest import REPO_ROOT
+from conftest import KATAS, kata_id
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_kata_folder_has_lesson_hints_stub_checks_and_reference(kata):
+    for path in (kata.lesson_path, kata.hints_path, kata.stub_path, kata.checks_path, kata.solution_path):
+        assert path.is_file(), f"kata {kata.number}: missing {path.relative_to(REPO_ROOT)}"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_stub_and_reference_define_the_same_public_api(kata):
+    def public_names(path):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                names.add(node.name)
+        return names
+
+    assert public_names(kata.stub_path) <= public_names(kata.solution_path)
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_hints_come_in_tiers(kata):
+    tiers = [line for line in kata.hints_path.read_text(encoding="utf-8").splitlines() if line.startswith("## ")]
+    assert len(tiers) >= 3, f"{kata.hints_path}: write at least three '## Hint N' tiers"
+
+
+def test_readme_table_is_the_manifest():
+    from checker.cli import katas_table_markdown
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert katas_table_markdown() in readme, "regenerate the table: python -m checker list --markdown"
