@@ -79,6 +79,7 @@ def classify_exception(exc: BaseException, attempt_path: Path) -> tuple[str, str
 def run_checks(specs: list[CheckSpec], ctx: Context, events: _Events, attempt_path: Path) -> None:
     for spec in specs:
         events.emit(event="start", id=spec.id)
+        ctx.fuzz_runs.clear()
         captured = io.StringIO()
         try:
             with redirect_stdout(captured), redirect_stderr(captured), warnings.catch_warnings():
@@ -93,7 +94,7 @@ def run_checks(specs: list[CheckSpec], ctx: Context, events: _Events, attempt_pa
             status, message, detail = "pass", "", ""
         events.emit(
             event="result", id=spec.id, status=status, message=message, detail=detail,
-            output=captured.getvalue()[-MAX_OUTPUT_CHARS:],
+            output=captured.getvalue()[-MAX_OUTPUT_CHARS:], fuzz=list(ctx.fuzz_runs),
         )
 
 

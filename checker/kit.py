@@ -59,7 +59,7 @@ class Context:
     reference: ModuleType
     seed: int = DEFAULT_SEED
     profile: str = "learner"
-    notes: list[str] = field(default_factory=list)
+    fuzz_runs: list[dict] = field(default_factory=list)  # per fuzz() call: examples tried and seconds (for `make bench`)
 
     @property
     def max_examples(self) -> int:
@@ -119,6 +119,7 @@ def fuzz(
     @seed(ctx.seed)
     @given(strategy)
     def run(example: Any) -> None:
+        stats["examples"] += 1
         if state["not_implemented"] is not None:
             return
         if deadline[0] is not None and time.monotonic() > deadline[0]:
@@ -134,6 +135,8 @@ def fuzz(
                 deadline[0] = time.monotonic() + SHRINK_BUDGET_S
             raise
 
+    stats = {"examples": 0, "seconds": 0.0}
+    started = time.monotonic()
     try:
         run()
     except _ShrinkBudgetSpent:
@@ -141,6 +144,9 @@ def fuzz(
     except Exception:
         if state["failure"] is None:  # Hypothesis itself failed (e.g. Flaky): report what we saw
             raise
+    finally:
+        stats["seconds"] = round(time.monotonic() - started, 3)
+        ctx.fuzz_runs.append(stats)
     if state["not_implemented"] is not None:
         raise state["not_implemented"]
     if state["failure"] is None:

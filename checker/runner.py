@@ -33,6 +33,7 @@ class CheckResult:
     message: str = ""
     detail: str = ""
     output: str = ""
+    fuzz: list = field(default_factory=list)  # Hypothesis runs: [{"examples", "seconds"}], for `make bench`
 
 
 @dataclass
@@ -55,7 +56,7 @@ class KataResult:
 
     def to_json(self, verbose: bool = False) -> dict:
         data = asdict(self)
-        keep = {"id", "stage", "name", "status", "weight", "message"} | ({"detail", "output"} if verbose else set())
+        keep = {"id", "stage", "name", "status", "weight", "message"} | ({"detail", "output", "fuzz"} if verbose else set())
         data["checks"] = [{k: v for k, v in c.items() if k in keep} for c in data["checks"]]
         if not verbose:
             data.pop("detail")
@@ -175,6 +176,7 @@ def _apply_events(result: KataResult, results: dict[str, CheckResult], events: l
             check = results[event["id"]]
             check.status, check.message = event["status"], event["message"]
             check.detail, check.output = event.get("detail", ""), event.get("output", "")
+            check.fuzz = event.get("fuzz", [])
             running = None
         elif kind == "import_error":
             line = f":{event['line']}" if event.get("line") else ""
