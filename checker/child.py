@@ -119,7 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     only = {c for c in args.only.split(",") if c}
     specs = [s for s in checks_module.CHECKS.specs if not only or s.id in only]
     events.emit(event="plan", checks=[(s.id, s.stage, s.name, s.weight) for s in specs])
-    reference = load_module(args.reference, f"reference_{args.module_name}")
     try:
         with redirect_stdout(io.StringIO()):
             attempt = load_module(attempt_path, args.module_name)
@@ -129,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         events.emit(event="import_error", file=str(attempt_path), line=line,
                     message=f"{type(exc).__name__}: {text}", detail="".join(traceback.format_exception(exc)))
         return 0
+    # The reference loads after the attempt, so whatever the attempt does at import (registering a torch.compile
+    # backend name, say) meets a fresh process, as it would on the learner's own machine.
+    reference = load_module(args.reference, f"reference_{args.module_name}")
     ctx = Context(attempt=attempt, reference=reference, seed=args.seed, profile=env_profile())
     run_checks(specs, ctx, events, attempt_path)
     events.emit(event="done")

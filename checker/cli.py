@@ -6,14 +6,25 @@ import json
 import sys
 from pathlib import Path
 
+from checker import backups
+from checker.backups import remember_pristine
+from checker.hints import HintError, hint_text
 from checker.kit import DEFAULT_SEED, FUZZ_PROFILES
 from checker.manifest import ManifestError, get_kata, load_katas
 from checker.report import display_path, render_text, use_colour
+from checker.progress import fingerprint, hints_used, record_result
 from checker.runner import run_kata, torch_version_problem
 
 
 class UsageError(Exception):
     """A mistake in how the checker was called; printed as one line, never a traceback."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (and exit 2) instead of the usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"checker: {message} (see `{self.prog} --help`)\n")
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +36,28 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
 
 
+def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed for the random-model checks")
+    parser.add_argument("--profile", choices=sorted(FUZZ_PROFILES), default=None, help="fuzz profile (default: learner)")
+    parser.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    return value
+
+
+def _jobs(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m checker", description="fx-katas checker")
+    parser = _Parser(prog="python -m checker", description="fx-katas checker")
     sub = parser.add_subparsers(dest="command", required=True)
 
     kata = sub.add_parser("kata", help="score one kata")
@@ -40,7 +71,61 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = sub.add_parser("list", help="list the katas")
     listing.add_argument("--markdown", action="store_true", help="print the README's table of katas")
+
+    hint = sub.add_parser("hint", help="show the next hint of a kata (`make hint N=k`)")
+    hint.add_argument("number", type=int, help="kata number")
+    which = hint.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true", help="re-read every hint shown so far")
+    which.add_argument("--tier", type=int, metavar="K", help="re-read hint K (one already shown)")
+
+    reset = sub.add_parser("reset", help="back up your attempt, then restore the pristine stub (`make reset N=k`)")
+    reset.add_argument("number", type=int, nargs="?", help="kata number")
+
+    restore = sub.add_parser("restore", help="list backups, or put one back (`make restore N=k BACKUP=name`)")
+    restore.add_argument("number", nargs="?", help="kata number (omit to list every kata's backups)")
+    restore.add_argument("backup", nargs="?", help="backup name (or a unique start of it, or `latest`)")
+
+    watch = sub.add_parser("watch", help="re-run a kata's checks whenever its file is saved (`make watch N=k`)")
+    watch.add_argument("number", type=int, help="kata number")
+    watch.add_argument("--attempt", type=Path, help="watch this file instead of the kata's stub file")
+    watch.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
+    watch.add_argument("--interval", type=_positive, default=0.5, help="seconds between looks at the file (0.5)")
+    watch.add_argument("--debounce", type=_positive, default=0.3, help="seconds the file must be still before a run (0.3)")
+    watch.add_argument("--time-limit", type=_positive, default=None, help="seconds before the attempt is stopped")
+    watch.add_argument("--verbose", "-v", action="store_true", help="show tracebacks, hidden-check detail and your prints")
+    _add_scoring_options(watch)
+
+    overview = sub.add_parser("all", aliases=["progress"], help="every kata's status, score and hints (`make progress`)")
+    overview.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    overview.add_argument("--jobs", "-j", type=_jobs, default=None, help="katas run at once (default: CPU cores)")
+    overview.add_argument("--fresh", action="store_true", help="re-run every kata, even unchanged ones")
+    _add_scoring_options(overview)
+
+    diff = sub.add_parser("diff", help="an attempt next to the reference: source diff and sample graphs (`make diff N=k`)")
+    diff.add_argument("number", type=int, help="kata number")
+    diff.add_argument("--attempt", type=Path, help="compare this file instead of the kata's stub file")
+    diff.add_argument("--no-graphs", action="store_true", help="only the source diff")
+    diff.add_argument("--time-limit", type=_positive, default=None, help="seconds the sample graphs may take")
+    diff.add_argument("--width", type=int, default=None, help="columns for the side-by-side view (default: terminal)")
+    diff.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
+
+    grade = sub.add_parser("grade", help="grade many learners' folders: CSV gradebook, JSON per learner, Gradescope")
+    grade.add_argument("dir", type=Path, metavar="DIR", help="one folder per learner, each laid out like katas/")
+    grade.add_argument("--out", type=Path, default=None, help="where the results go (default: <DIR>-grades beside DIR)")
+    grade.add_argument("--gradescope", action="store_true", help="also write Gradescope results.json")
+    grade.add_argument("--jobs", "-j", type=_jobs, default=None, help="attempts run at once (default: CPU cores)")
+    grade.add_argument("--time-limit", type=_positive, default=None, help="seconds per attempt (default: each kata's)")
+    grade.add_argument("--kata", type=int, action="append", default=[], metavar="N", help="grade only kata N (repeatable)")
+    grade.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    _add_scoring_options(grade)
     return parser
+
+
+def _is_stub(kata, attempt: Path) -> bool:
+    try:
+        return attempt.resolve() == kata.stub_path.resolve()
+    except OSError:
+        return False
 
 
 def cmd_kata(args: argparse.Namespace) -> int:
@@ -50,13 +135,20 @@ def cmd_kata(args: argparse.Namespace) -> int:
         raise UsageError(f"{attempt}: no such file")
     if attempt.suffix != ".py":
         raise UsageError(f"{attempt}: an attempt is a Python file ending in .py")
+    own_file = _is_stub(kata, attempt)
+    if own_file:
+        remember_pristine(kata)
     result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
                       profile=args.profile)
     if args.check and not result.checks:
         known = "see the check ids with --json"
         raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} ({known})")
+    if own_file and not args.check:
+        record_result(kata, result, fingerprint(kata, attempt, args.seed, args.profile), args.profile)
     if args.json:
-        print(json.dumps(result.to_json(verbose=args.verbose), indent=2))
+        data = result.to_json(verbose=args.verbose)
+        data["hints_used"] = hints_used(kata)
+        print(json.dumps(data, indent=2))
     else:
         print(render_text(kata, result, verbose=args.verbose, colour=use_colour()))
     return 0 if result.status == "pass" else 1
@@ -78,7 +170,129 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"kata": cmd_kata, "list": cmd_list}
+def cmd_hint(args: argparse.Namespace) -> int:
+    kata = get_kata(args.number)
+    remember_pristine(kata)
+    try:
+        print(hint_text(kata, show_all=args.all, tier=args.tier, colour=use_colour()))
+    except HintError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def _need_number(args: argparse.Namespace, command: str) -> int:
+    if args.number is None:
+        known = ", ".join(str(k.number) for k in load_katas())
+        raise UsageError(f"say which kata to {command}: `make {command} N=<kata>` (katas: {known})")
+    return args.number
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    kata = get_kata(_need_number(args, "reset"))
+    try:
+        print(backups.reset(kata))
+    except backups.BackupError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    if args.number is None:
+        print(backups.listing())
+        return 0
+    try:
+        number = int(args.number)
+    except ValueError:
+        raise UsageError(f"restore takes a kata number first, not {args.number!r}: "
+                         f"`make restore N=<kata> BACKUP=<name>`") from None
+    kata = get_kata(number)
+    try:
+        print(backups.listing([kata]) if args.backup is None else backups.restore(kata, args.backup))
+    except backups.BackupError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from checker.watch import watch
+
+    kata = get_kata(args.number)
+    attempt = args.attempt or kata.stub_path
+    if attempt.suffix != ".py":
+        raise UsageError(f"{attempt}: an attempt is a Python file ending in .py")
+    if not attempt.parent.is_dir():
+        raise UsageError(f"{attempt}: no such file")
+    own_file = _is_stub(kata, attempt)
+    colour = use_colour()
+
+    def run_once() -> str:
+        if own_file:
+            remember_pristine(kata)
+        result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
+                          profile=args.profile)
+        if args.check and not result.checks:
+            return f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)"
+        if own_file and not args.check:
+            record_result(kata, result, fingerprint(kata, attempt, args.seed, args.profile), args.profile)
+        return render_text(kata, result, verbose=args.verbose, colour=colour)
+
+    return watch(attempt, run_once, interval=args.interval, debounce=args.debounce)
+
+
+def cmd_all(args: argparse.Namespace) -> int:
+    from checker.overview import render, timed_collect
+
+    rows, elapsed = timed_collect(jobs=args.jobs, seed=args.seed, profile=args.profile, fresh=args.fresh)
+    if args.json:
+        score, top = sum(r.score for r in rows), sum(r.max_score for r in rows)
+        print(json.dumps({"schema_version": 1, "score": score, "max_score": top,
+                          "passed": sum(r.status == "pass" for r in rows), "total": len(rows),
+                          "katas": [r.to_json() for r in rows]}, indent=2))
+    else:
+        print(render(rows, colour=use_colour(), elapsed=elapsed))
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from checker.diffing import run_sample, side_by_side, source_diff, terminal_width
+    from checker.progress import Progress
+
+    kata = get_kata(args.number)
+    attempt = args.attempt or kata.stub_path
+    if not attempt.is_file():
+        raise UsageError(f"{attempt}: no such file")
+    colour = use_colour()
+    if _is_stub(kata, attempt) and Progress.load().peek(kata).get("status") != "pass":
+        print(f"(spoiler: this shows kata {kata.number}'s reference solution; your last run has not passed yet)")
+    print(source_diff(attempt, kata.solution_path, colour=colour))
+    if args.no_graphs:
+        return 0
+    sys.stdout.flush()
+    print()
+    sample = run_sample(kata, attempt, args.time_limit)
+    if isinstance(sample, str):
+        print(f"({sample})")
+        return 0
+    print(f"Kata {kata.number}'s sample, run through your attempt and through the reference "
+          f"(| differs, < only yours, > only the reference's):")
+    print(side_by_side(*sample, width=args.width or terminal_width(), colour=colour))
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from checker.grade import GradeError, grade
+
+    katas = [get_kata(n) for n in dict.fromkeys(args.kata)] or list(load_katas())
+    try:
+        print(grade(args.dir, katas, out=args.out, gradescope=args.gradescope, jobs=args.jobs,
+                    time_limit=args.time_limit, seed=args.seed, profile=args.profile, quiet=args.quiet))
+    except GradeError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+COMMANDS = {"kata": cmd_kata, "list": cmd_list, "hint": cmd_hint, "reset": cmd_reset, "restore": cmd_restore,
+            "watch": cmd_watch, "all": cmd_all, "progress": cmd_all, "diff": cmd_diff, "grade": cmd_grade}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,3 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `python -m checker diff 1 | head`: the reader left, nothing is wrong
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

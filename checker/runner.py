@@ -15,12 +15,14 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator, TypeVar
 
 from checker import REQUIRED_TORCH, RESULTS_SCHEMA_VERSION
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 
 STATUSES = ("pass", "fail", "not_started", "error", "timeout")
+T = TypeVar("T")
 
 
 @dataclass
@@ -87,6 +89,10 @@ def _read_events(path: Path, token: str) -> list[dict]:
     return events
 
 
+# Children of run_kata calls still running, so that stop_running() can end them all (Ctrl-C in run_many).
+_RUNNING: set[subprocess.Popen] = set()
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -139,12 +145,15 @@ def run_kata(
         with open(output_path, "wb") as output:
             proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
                                     stderr=subprocess.STDOUT, start_new_session=True)
+            _RUNNING.add(proc)
             timed_out = False
             try:
                 proc.wait(timeout=limit)
             except subprocess.TimeoutExpired:
                 timed_out = True
-            _kill_group(proc)
+            finally:  # also on Ctrl-C: the child runs in its own session, so nothing else would stop it
+                _kill_group(proc)
+                _RUNNING.discard(proc)
         events = _read_events(events_path, token)
         child_output = output_path.read_text(encoding="utf-8", errors="replace")[-4000:]
     duration = time.monotonic() - started
@@ -230,3 +239,39 @@ def torch_version_problem() -> str | None:
                 f"(node names, decompositions, core tags) change between releases, so checks could mislead you. "
                 f"Run inside the project's .venv (`make kata N=1`), or pass --any-torch to run anyway.")
     return None
+
+
+def stop_running() -> None:
+    """Kill every child a run_kata call (in any thread) is waiting for; those calls then return at once."""
+    for proc in list(_RUNNING):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def run_many(jobs: list[Callable[[], T]], workers: int | None = None) -> Iterator[tuple[int, T | BaseException]]:
+    """Run `jobs` (callables that usually call run_kata) in parallel threads, each waiting on its own child process.
+
+    Yields (index, value or the exception it raised) as jobs finish. At most `workers` run at once (default: the
+    number of CPU cores). On KeyboardInterrupt (or the caller closing the generator) every running child is killed
+    and pending jobs are cancelled, so Ctrl-C leaves no process behind.
+    """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fx-katas")
+    futures = {pool.submit(job): index for index, job in enumerate(jobs)}
+    finished = False
+    try:
+        for future in as_completed(futures):
+            error = future.exception()
+            yield futures[future], (error if error is not None else future.result())
+        finished = True
+    finally:
+        if not finished:
+            pool.shutdown(wait=False, cancel_futures=True)
+            while not all(future.done() for future in futures):  # a job may start its child just after a kill
+                stop_running()
+                time.sleep(0.05)
+        pool.shutdown(wait=True)

@@ -47,3 +47,22 @@ def mlp_specs(
 def dialect_captures(captures) -> st.SearchStrategy[str]:
     """A capture method name from `captures` (see `katas.common.capture.CAPTURES`)."""
     return st.sampled_from(tuple(captures))
+
+
+def float_tensors(shape, *, scales=(1.0, 1e-2, 10.0)) -> st.SearchStrategy:
+    """float32 tensors of `shape` (a tuple, or a strategy of tuples) with elements in [-1, 1] times one
+    scale drawn from `scales`. Small scales give small norms and large ones large norms, so code that
+    branches on the magnitude of a tensor sees both sides. Shrinks toward zeros and the first scale."""
+    import torch
+
+    shapes = shape if isinstance(shape, st.SearchStrategy) else st.just(tuple(shape))
+
+    def of_shape(dims: tuple[int, ...]) -> st.SearchStrategy:
+        count = 1
+        for d in dims:
+            count *= d
+        values = st.lists(st.floats(min_value=-1.0, max_value=1.0, width=32), min_size=count, max_size=count)
+        return st.tuples(values, st.sampled_from(scales)).map(
+            lambda vs: torch.tensor(vs[0], dtype=torch.float32).reshape(dims) * vs[1])
+
+    return shapes.flatmap(of_shape)

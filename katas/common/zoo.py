@@ -80,6 +80,31 @@ class Pointwise(nn.Module):
         return torch.relu(x) * 2 + x
 
 
+class Renamed(nn.Module):
+    """Submodule names that do not say what the module is: `proj` and `head` are Linears, `act` is a Softmax,
+    and the Sequential's children are called `block.0` and `block.1`. Only the module's type tells the op."""
+
+    def __init__(self, d: int = 6) -> None:
+        super().__init__()
+        self.proj, self.act = nn.Linear(d, d), nn.Softmax(dim=-1)
+        self.block = nn.Sequential(nn.Linear(d, d), nn.SiLU())
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, x):
+        return self.head(self.block(self.act(self.proj(x))))
+
+
+class FusedLinearGelu(nn.Module):
+    """A model that already calls the fused op: kata::linear_gelu(x, fc1.weight, fc1.bias), then fc2, plus x."""
+
+    def __init__(self, d_in: int = 4, d_hidden: int = 8) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d_in, d_hidden), nn.Linear(d_hidden, d_in)
+
+    def forward(self, x):
+        return self.fc2(torch.ops.kata.linear_gelu(x, self.fc1.weight, self.fc1.bias)) + x
+
+
 @dataclass(frozen=True)
 class ZooModel:
     name: str
@@ -105,5 +130,7 @@ ZOO = {
         ZooModel("attention", Attention, (2, 5, 8)),
         ZooModel("functional", Functional, (3, 4)),
         ZooModel("pointwise", Pointwise, (3, 4)),
+        ZooModel("renamed", Renamed, (3, 6)),
+        ZooModel("fused_linear_gelu", FusedLinearGelu, (2, 3, 4)),
     )
 }

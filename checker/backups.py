@@ -1,0 +1,262 @@
+"""Reset and restore: put the pristine stub back without ever losing an attempt.
+
+Every file the tools overwrite is first copied to `.kata-backups/<slug>/<timestamp>-<module>`
+(FX_KATAS_BACKUPS moves the folder). The pristine stub is the committed one: the newest version of
+`katas/<slug>/<module>` in git history that is still all stubs (so a learner who commits their work still
+gets the original back), else the HEAD version. Outside a git checkout the tools use a snapshot of the stub
+taken the first time any command saw it untouched (`.kata-backups/.pristine/<slug>/<module>`); with neither,
+reset refuses and changes nothing.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from checker.manifest import REPO_ROOT, Kata, load_katas
+from checker.report import display_path
+
+BACKUPS_ENV = "FX_KATAS_BACKUPS"
+PRISTINE_DIR = ".pristine"
+
+
+class BackupError(Exception):
+    """A reset or restore that cannot be done safely; nothing was changed (one line for the learner)."""
+
+
+def backups_root() -> Path:
+    return Path(os.environ.get(BACKUPS_ENV) or REPO_ROOT / ".kata-backups")
+
+
+# --- what a pristine stub looks like ---------------------------------------------------------------------------
+
+def _is_stub_body(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """docstring (optional) + `raise NotImplementedError(...)` and nothing else."""
+    body = list(func.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def looks_pristine(source: bytes) -> bool:
+    """True when every public top-level function is a NotImplementedError stub (and there is at least one)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    public = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")]
+    return any(_is_stub_body(f) for f in functions) and all(_is_stub_body(f) for f in public)
+
+
+# --- finding the pristine stub ---------------------------------------------------------------------------------
+
+def _git(*args: str) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _from_git(kata: Kata) -> tuple[bytes, str] | None:
+    rel = kata.stub_path.relative_to(REPO_ROOT).as_posix()
+    log = _git("log", "--format=%H", "-n", "50", "HEAD", "--", rel)
+    if log is None or log.returncode != 0:
+        return None
+    commits = log.stdout.decode().split()
+    head = None
+    for i, commit in enumerate(commits):
+        shown = _git("show", f"{commit}:./{rel}")
+        if shown is None or shown.returncode != 0:
+            continue  # the commit deleted the file
+        if head is None and i == 0:
+            head = shown.stdout
+        if looks_pristine(shown.stdout):
+            return shown.stdout, "git HEAD" if i == 0 else f"git commit {commit[:10]}, the newest one where it is untouched"
+    return (head, "git HEAD") if head is not None else None
+
+
+def snapshot_path(kata: Kata) -> Path:
+    return backups_root() / PRISTINE_DIR / kata.slug / kata.module
+
+
+def remember_pristine(kata: Kata) -> None:
+    """Snapshot the stub while it is untouched, for checkouts without git. Never overwrites a snapshot."""
+    snap = snapshot_path(kata)
+    if snap.exists():
+        return
+    try:
+        source = kata.stub_path.read_bytes()
+        if looks_pristine(source):
+            snap.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(snap, source)
+    except OSError:
+        pass  # a snapshot is a convenience; git is the main source
+
+
+def pristine_stub(kata: Kata) -> tuple[bytes, str]:
+    """(content, where it came from) of the kata's pristine stub, or BackupError saying why there is none."""
+    found = _from_git(kata)
+    if found is not None:
+        return found
+    snap = snapshot_path(kata)
+    if snap.is_file():
+        return snap.read_bytes(), f"the snapshot {display_path(snap)}"
+    raise BackupError(
+        f"cannot find the pristine {display_path(kata.stub_path)}: this folder is not a git checkout with that file "
+        f"committed, and no snapshot of the untouched stub exists in {display_path(backups_root() / PRISTINE_DIR)}; "
+        f"nothing was changed (get the file again from the kata repository)"
+    )
+
+
+# --- backups ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Backup:
+    slug: str
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def describe(self) -> str:
+        lines = self.path.read_bytes().count(b"\n")
+        when = datetime.fromtimestamp(self.path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+        return f"{self.name:<40} saved {when}   {lines} lines"
+
+
+def list_backups(slug: str) -> list[Backup]:
+    """A kata's backups, oldest first (names start with their timestamp)."""
+    folder = backups_root() / slug
+    if not folder.is_dir():
+        return []
+    return [Backup(slug, p) for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith(".")]
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.fx-katas-tmp")
+    tmp.write_bytes(data)
+    if path.exists():
+        shutil.copymode(path, tmp)
+    os.replace(tmp, path)
+
+
+def back_up(kata: Kata) -> Backup:
+    """Copy the learner's current file into the kata's backup folder; returns the new backup."""
+    folder = backups_root() / kata.slug
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target, n = folder / f"{stamp}-{kata.module}", 1
+    while target.exists():
+        n += 1
+        target = folder / f"{stamp}-{n}-{kata.module}"
+    data = kata.stub_path.read_bytes()
+    shutil.copy2(kata.stub_path, target)
+    if target.read_bytes() != data:
+        raise BackupError(f"could not back up {display_path(kata.stub_path)} to {display_path(target)}; nothing was changed")
+    return Backup(kata.slug, target)
+
+
+def _saved_already(kata: Kata, data: bytes) -> Backup | None:
+    return next((b for b in list_backups(kata.slug) if b.path.read_bytes() == data), None)
+
+
+def reset(kata: Kata) -> str:
+    """Back the learner's file up, then put the pristine stub in its place."""
+    pristine, source = pristine_stub(kata)
+    stub = kata.stub_path
+    shown = display_path(stub)
+    saved = None
+    if stub.is_file():
+        if stub.read_bytes() == pristine:
+            return f"{shown} is already the pristine stub: nothing to reset."
+        saved = back_up(kata)
+    stub.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(stub, pristine)
+    if saved is None:
+        return f"{shown} was missing: restored the pristine stub (from {source})."
+    return (f"Saved your attempt as {display_path(saved.path)}\n"
+            f"Restored the pristine {shown} (from {source}).\n"
+            f"Changed your mind? `make restore N={kata.number} BACKUP={saved.name}` puts it back.")
+
+
+def find_backup(kata: Kata, name: str) -> Backup:
+    backups = list_backups(kata.slug)
+    if not backups:
+        raise BackupError(f"kata {kata.number} has no backups in {display_path(backups_root() / kata.slug)}")
+    if name in ("latest", "last"):
+        return backups[-1]
+    exact = [b for b in backups if b.name == name or str(b.path) == name]
+    matches = exact or [b for b in backups if b.name.startswith(name)]
+    if len(matches) == 1:
+        return matches[0]
+    listing = f"`make restore N={kata.number}` lists them"
+    if not matches:
+        raise BackupError(f"kata {kata.number} has no backup named {name!r}; {listing}")
+    raise BackupError(f"{name!r} matches {len(matches)} backups of kata {kata.number}; give more of the name ({listing})")
+
+
+def _is_pristine(kata: Kata, data: bytes) -> bool:
+    try:
+        return pristine_stub(kata)[0] == data
+    except (BackupError, OSError):
+        return False
+
+
+def restore(kata: Kata, name: str) -> str:
+    """Put backup `name` back as the learner's file, first backing up the current file unless it is saved already."""
+    chosen = find_backup(kata, name)
+    data = chosen.path.read_bytes()
+    stub = kata.stub_path
+    shown = display_path(stub)
+    lines = []
+    if stub.is_file():
+        current = stub.read_bytes()
+        if current == data:
+            return f"{shown} already holds {chosen.name}: nothing to do."
+        already = _saved_already(kata, current)
+        if already is not None:
+            lines.append(f"Your current {shown} is saved already as {display_path(already.path)}")
+        elif _is_pristine(kata, current):
+            lines.append(f"Your current {shown} is the pristine stub (`make reset N={kata.number}` brings it back).")
+        else:
+            saved = back_up(kata)
+            lines.append(f"Saved your current {shown} as {display_path(saved.path)}")
+    _write_atomically(stub, data)
+    lines.append(f"Restored {shown} from {display_path(chosen.path)}.")
+    return "\n".join(lines)
+
+
+def listing(katas: list[Kata] | None = None) -> str:
+    """Every backup, grouped by kata (only `katas` when given)."""
+    root = backups_root()
+    selected = katas if katas is not None else list(load_katas())
+    out = []
+    for kata in selected:
+        backups = list_backups(kata.slug)
+        if not backups:
+            continue
+        out.append(f"kata {kata.number} · {kata.title}  ({display_path(kata.stub_path)})")
+        out += [f"  {b.describe()}" for b in backups]
+    if katas is None and root.is_dir():  # folders of katas no longer in the manifest: still listed, never hidden
+        known = {k.slug for k in selected}
+        for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known):
+            backups = list_backups(folder.name)
+            if backups:
+                out.append(f"{folder.name} (not a kata in katas.toml any more)")
+                out += [f"  {b.describe()}" for b in backups]
+    if not out:
+        which = f"kata {katas[0].number}" if katas and len(katas) == 1 else "any kata"
+        return (f"No backups of {which} yet in {display_path(root)}: `make reset N=<kata>` saves your attempt "
+                f"there before restoring the stub.")
+    number = str(katas[0].number) if katas and len(katas) == 1 else "<kata>"
+    return "\n".join([f"Backups in {display_path(root)} (oldest first):", *out, "",
+                      f"Put one back: `make restore N={number} BACKUP=<name>` (your current file is backed up first)."])

@@ -1,0 +1,125 @@
+"""`python -m checker diff N` (`make diff N=k`): an attempt next to the reference, for mentors and finishers.
+
+Prints a unified diff of the source (colour only on a terminal), then what each produces for the kata's
+sample model, side by side: the kata's `sample_graphs` hook (see checker/samples.py) runs in a child process
+under a time limit, because it calls the attempt's code.
+"""
+from __future__ import annotations
+
+import difflib
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from itertools import zip_longest
+from pathlib import Path
+
+from checker.manifest import Kata
+from checker.report import _Style, display_path
+from checker.runner import _child_env, _describe_exit, _kill_group, _read_events
+
+SAMPLE_FILE = Path("hidden") / "sample.py"
+DEFAULT_SAMPLE_TIME_LIMIT = 60.0
+
+
+def source_diff(attempt: Path, reference: Path, *, colour: bool) -> str:
+    style = _Style(colour)
+    mine = attempt.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    theirs = reference.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(mine, theirs, f"{display_path(attempt)} (your attempt)",
+                                      f"{display_path(reference)} (reference)"))
+    if not lines:
+        return "Your attempt and the reference are the same file, line for line."
+    out = []
+    for line in lines:
+        line = line.rstrip("\n")
+        if line.startswith(("---", "+++")):
+            out.append(style(line, "1"))
+        elif line.startswith("@@"):
+            out.append(style(line, "36"))
+        elif line.startswith("-"):
+            out.append(style(line, "31"))
+        elif line.startswith("+"):
+            out.append(style(line, "32"))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None) -> tuple[str, str] | str:
+    """(attempt column, reference column) from the kata's hook, or a one-line reason there are none."""
+    hooks = [kata.folder / SAMPLE_FILE, kata.checks_path]
+    if not any(h.is_file() for h in hooks):
+        return f"kata {kata.number} has no sample model to show"
+    limit = time_limit or min(kata.time_limit, DEFAULT_SAMPLE_TIME_LIMIT)
+    token = secrets.token_hex(16)
+    with tempfile.TemporaryDirectory(prefix="fx-katas-diff-") as tmp:
+        events_path, output_path = Path(tmp) / "events.jsonl", Path(tmp) / "output.txt"
+        events_path.touch()
+        env = _child_env({"FX_KATAS_RESULTS": str(events_path), "FX_KATAS_TOKEN": token})
+        cmd = [sys.executable, "-m", "checker.sample_child", "--attempt", str(attempt.resolve()),
+               "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem]
+        for hook in hooks:
+            cmd += ["--hook", str(hook)]
+        with open(output_path, "wb") as output:
+            proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            timed_out = False
+            try:
+                proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                _kill_group(proc)
+        events = _read_events(events_path, token)
+        output_text = output_path.read_text(encoding="utf-8", errors="replace").strip()
+    for event in events:
+        if event.get("event") == "none":
+            return f"kata {kata.number} has no sample model to show"
+        if event.get("event") == "sample":
+            return str(event.get("attempt", "")), str(event.get("reference", ""))
+    if timed_out:
+        return f"the sample did not finish within {limit:g} s (a loop that never ends in your code?)"
+    if proc.returncode and proc.returncode < 0:
+        return f"the sample could not be drawn: {_describe_exit(proc.returncode)}"
+    last = (output_text.splitlines() or ["no output"])[-1]
+    return f"the sample could not be drawn (exit code {proc.returncode}): {last}"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    indent = " " * (len(text) - len(text.lstrip()) + 4)
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
+def side_by_side(left: str, right: str, *, width: int, colour: bool,
+                 titles: tuple[str, str] = ("your attempt", "reference")) -> str:
+    """Two texts in columns, aligned like `diff -y`: '|' changed line, '<' only left, '>' only right."""
+    style = _Style(colour)
+    a, b = left.splitlines(), right.splitlines()
+    if a == b:
+        return "\n".join([style(f"{titles[0]} and {titles[1]} give the same:", "1"), *a])
+    if width < 70:
+        return "\n".join([style(f"{titles[0]}:", "1"), *a, "", style(f"{titles[1]}:", "1"), *b])
+    col = (width - 3) // 2
+    rows: list[tuple[str, str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            rows += [(x, " ", y) for x, y in zip(a[i1:i2], b[j1:j2])]
+        else:
+            for x, y in zip_longest(a[i1:i2], b[j1:j2]):
+                mark = "|" if x is not None and y is not None else ("<" if y is None else ">")
+                rows.append((x or "", mark, y or ""))
+    out = [style(f"{titles[0]:<{col}}   {titles[1]}", "1")]
+    for x, mark, y in rows:
+        xs, ys = _wrap(x, col), _wrap(y, col)
+        for n, (xl, yl) in enumerate(zip_longest(xs, ys, fillvalue="")):
+            m = mark if n == 0 else " "
+            line = f"{xl:<{col}} {m} {yl}".rstrip()
+            out.append(style(line, "33") if mark != " " else line)
+    return "\n".join(out)
+
+
+def terminal_width() -> int:
+    return shutil.get_terminal_size((140, 24)).columns

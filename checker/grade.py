@@ -1,0 +1,176 @@
+"""`python -m checker grade DIR`: score many learners' attempts in parallel, for mentors and autograders.
+
+DIR holds one folder per learner, each laid out like `katas/` (DIR/alice/01_dialects/dialects.py); a learner
+folder may also be a whole checkout (DIR/alice/katas/01_dialects/...) or hold the module files flat
+(DIR/alice/dialects.py) when module names are unique. When DIR itself is laid out like that, it is one learner
+(a Gradescope submission folder). Every attempt runs in its own child process under a time limit: a crash or
+a hang is that attempt's result and the batch goes on.
+
+Writes to OUT (default: DIR's sibling `<DIR>-grades/`):
+  gradebook.csv                  learner, one score column per kata, total, max_total, one status column per kata
+  <learner>.json                 every kata's result with every check (schema_version 1)
+  results.json (--gradescope)    Gradescope's format; one per learner in gradescope/<learner>/ when grading many
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from checker import RESULTS_SCHEMA_VERSION
+from checker.batch import Task, score_all
+from checker.manifest import Kata
+from checker.runner import KataResult
+
+PASSED = "passed"
+FAILED = "failed"
+
+
+class GradeError(Exception):
+    """Bad input to `grade` (one line, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Learner:
+    name: str
+    folder: Path
+
+
+def _holds_katas(folder: Path, katas: list[Kata]) -> bool:
+    """Is `folder` one learner's work (kata folders, a checkout, or the module files themselves)?"""
+    return any((folder / k.slug).is_dir() or (folder / "katas" / k.slug).is_dir() or (folder / k.module).is_file()
+               for k in katas)
+
+
+def find_learners(root: Path, katas: list[Kata], out: Path) -> tuple[list[Learner], bool]:
+    """The learners under `root`, and whether `root` is itself a single learner's folder."""
+    if not root.is_dir():
+        raise GradeError(f"{root}: no such directory")
+    if _holds_katas(root, katas):
+        return [Learner(root.resolve().name, root)], True
+    out = out.resolve()
+    folders = [p for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith((".", "__"))
+               and p.resolve() != out]
+    if not folders:
+        raise GradeError(f"{root}: no learner folders in it (expected {root}/<learner>/<kata folder>/<module>.py)")
+    return [Learner(p.name, p) for p in folders], False
+
+
+def attempt_path(learner: Learner, kata: Kata, flat_ok: bool) -> Path:
+    """Where the learner's file for `kata` is; the usual place when there is none (it is then `missing`)."""
+    candidates = [learner.folder / kata.slug / kata.module, learner.folder / "katas" / kata.slug / kata.module]
+    if flat_ok:
+        candidates.append(learner.folder / kata.module)
+    return next((c for c in candidates if c.is_file()), candidates[0])
+
+
+def _kata_max(results: dict[tuple[str, str], KataResult], katas: list[Kata]) -> dict[str, int]:
+    """Each kata's maximum score: the largest any result saw (an attempt that crashed early may report less)."""
+    return {k.slug: max((r.max_score for (_, slug), r in results.items() if slug == k.slug), default=0) for k in katas}
+
+
+def gradescope_json(results: list[KataResult], katas: list[Kata], maxima: dict[str, int]) -> dict:
+    """Gradescope's results.json: one test per check that ran, one per kata for katas that did not run."""
+    tests = []
+    for kata, result in zip(katas, results):
+        ran = [c for c in result.checks if c.status not in ("not_run", "not_implemented")]
+        if ran:
+            for check in result.checks:
+                passed = check.status == "pass"
+                if check.status == "not_run":
+                    output = f"not run: the checks stopped early ({result.status}; see the summary above)"
+                else:
+                    output = check.message or ("" if passed else check.status.replace("_", " "))
+                tests.append({"name": f"Kata {kata.number} · {check.stage} · {check.name}",
+                              "score": check.weight if passed else 0, "max_score": check.weight,
+                              "output": output, "status": PASSED if passed else FAILED})
+        else:
+            words = {"missing": "no file submitted", "not_started": "nothing implemented yet"}
+            output = words.get(result.status, result.status)
+            if result.message and result.status not in words:
+                output += f": {result.message}"
+            tests.append({"name": f"Kata {kata.number} · {kata.title}", "score": 0,
+                          "max_score": maxima[kata.slug], "output": output, "status": FAILED})
+    score = sum(r.score for r in results)
+    top = sum(maxima[k.slug] for k in katas)
+    lines = []
+    for k, r in zip(katas, results):
+        lines.append(f"Kata {k.number} ({k.title}): {r.status.replace('_', ' ')}, {r.score}/{maxima[k.slug]}")
+        if r.message and r.status in ("error", "timeout"):
+            lines.append("  " + r.message.strip().splitlines()[0])
+    return {"score": score, "max_score": top, "output": "\n".join(lines), "tests": tests}
+
+
+def learner_json(learner: Learner, results: list[KataResult], katas: list[Kata], maxima: dict[str, int]) -> dict:
+    entries = []
+    for kata, result in zip(katas, results):
+        data = result.to_json()
+        data["slug"] = kata.slug
+        data["max_score"] = max(result.max_score, maxima[kata.slug])
+        entries.append(data)
+    return {"schema_version": RESULTS_SCHEMA_VERSION, "learner": learner.name,
+            "score": sum(r.score for r in results), "max_score": sum(maxima[k.slug] for k in katas), "katas": entries}
+
+
+def _progress_line(task: Task, result: KataResult) -> None:
+    took = f"{result.duration_s:5.1f} s" if result.duration_s else "      "
+    print(f"  {task.label:<20} {task.kata.slug:<24} {result.status:<12} {result.score:>4}/{result.max_score:<4} {took}",
+          file=sys.stderr, flush=True)
+
+
+def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope: bool = False,
+          jobs: int | None = None, time_limit: float | None = None, seed: int, profile: str | None,
+          quiet: bool = False) -> str:
+    """Grade every learner under `root`; writes the files and returns the summary to print."""
+    out = out or root.resolve().parent / f"{root.resolve().name}-grades"
+    learners, single = find_learners(root, katas, out)
+    modules = [k.module for k in katas]
+    flat_ok = {k.slug: modules.count(k.module) == 1 for k in katas}
+    tasks = [Task(k, attempt_path(lr, k, flat_ok[k.slug]), lr.name) for lr in learners for k in katas]
+    if not quiet:
+        print(f"grading {len(learners)} learner{'s' * (len(learners) != 1)} × {len(katas)} "
+              f"kata{'s' * (len(katas) != 1)}", file=sys.stderr, flush=True)
+    scored = score_all(tasks, jobs=jobs, seed=seed, profile=profile, time_limit=time_limit,
+                       on_done=None if quiet else _progress_line)
+    results = {(t.label, t.kata.slug): r for t, r in zip(tasks, scored)}
+    maxima = _kata_max(results, katas)
+    out.mkdir(parents=True, exist_ok=True)
+    top = sum(maxima[k.slug] for k in katas)
+    with open(out / "gradebook.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["learner", *(k.slug for k in katas), "total", "max_total", *(f"{k.slug} status" for k in katas)])
+        for lr in learners:
+            row = [results[(lr.name, k.slug)] for k in katas]
+            writer.writerow([lr.name, *(r.score for r in row), sum(r.score for r in row), top, *(r.status for r in row)])
+    written = [out / "gradebook.csv"]
+    for lr in learners:
+        row = [results[(lr.name, k.slug)] for k in katas]
+        path = out / f"{lr.name}.json"
+        path.write_text(json.dumps(learner_json(lr, row, katas, maxima), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
+        if gradescope:
+            target = out / "results.json" if single else out / "gradescope" / lr.name / "results.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(gradescope_json(row, katas, maxima), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            written.append(target)
+    return _summary(learners, katas, results, maxima, out, written)
+
+
+def _summary(learners, katas, results, maxima, out: Path, written: list[Path]) -> str:
+    cells = {(lr.name, k.slug): f"{results[(lr.name, k.slug)].score}/{maxima[k.slug]} "
+                                f"{results[(lr.name, k.slug)].status.replace('_', ' ')}"
+             for lr in learners for k in katas}
+    width = {k.slug: max([len(f"kata {k.number}")] + [len(cells[(lr.name, k.slug)]) for lr in learners]) for k in katas}
+    name_w = max([len(lr.name) for lr in learners] + [7])
+    top = sum(maxima.values())
+    lines = [f"{'learner':<{name_w}}  " + "  ".join(f"{'kata ' + str(k.number):<{width[k.slug]}}" for k in katas) + "  total"]
+    for lr in learners:
+        total = sum(results[(lr.name, k.slug)].score for k in katas)
+        lines.append(f"{lr.name:<{name_w}}  " + "  ".join(f"{cells[(lr.name, k.slug)]:<{width[k.slug]}}" for k in katas)
+                     + f"  {total}/{top}")
+    extra = sum(1 for p in written if p.name == "results.json")
+    lines += ["", f"wrote {out / 'gradebook.csv'}, {len(learners)} learner JSON file{'s' * (len(learners) != 1)}"
+                  + (f" and {extra} Gradescope results.json" if extra else "") + f" in {out}"]
+    return "\n".join(lines)

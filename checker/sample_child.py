@@ -1,0 +1,78 @@
+"""The child process behind `make diff`'s sample graphs (`python -m checker.sample_child ...`).
+
+Imports the reference, the kata's `sample_graphs` hook and the attempt, calls the hook and writes one JSON
+event tagged with a token the attempt never sees (as checker/child.py does). The parent owns the time limit.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import traceback
+import warnings
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+from checker.child import _Events, load_module
+
+
+def _first_line(exc: BaseException) -> str:
+    text = exc.msg if isinstance(exc, SyntaxError) else (str(exc).strip().splitlines() or [""])[0]
+    line = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+    return f"{type(exc).__name__}{line}: {text}"
+
+
+def find_hook(hook_files: list[Path]):
+    for i, path in enumerate(hook_files):
+        if path.is_file():
+            module = load_module(path, f"kata_hidden_sample_{i}")
+            hook = getattr(module, "sample_graphs", None)
+            if callable(hook):
+                return hook
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m checker.sample_child")
+    parser.add_argument("--hook", action="append", type=Path, default=[])
+    parser.add_argument("--attempt", required=True, type=Path)
+    parser.add_argument("--reference", required=True, type=Path)
+    parser.add_argument("--module-name", required=True)
+    args = parser.parse_args(argv)
+
+    events = _Events(os.environ.pop("FX_KATAS_RESULTS"), os.environ.pop("FX_KATAS_TOKEN"))
+    warnings.simplefilter("ignore")
+    sys.path.insert(0, str(args.attempt.resolve().parent))
+    sink = io.StringIO()
+    with redirect_stdout(sink), redirect_stderr(sink):
+        import torch  # noqa: F401
+
+        reference = load_module(args.reference, f"reference_{args.module_name}")
+        hook = find_hook(args.hook)
+    if hook is None:
+        events.emit(event="none")
+        return 0
+    try:
+        with redirect_stdout(sink), redirect_stderr(sink):
+            attempt = load_module(args.attempt.resolve(), args.module_name)
+    except BaseException as exc:  # noqa: BLE001 - any import failure, SystemExit included
+        with redirect_stdout(sink), redirect_stderr(sink):
+            _, ref_side = hook(reference, reference)
+        events.emit(event="sample", attempt=f"could not import your file: {_first_line(exc)}", reference=ref_side)
+        return 0
+    try:
+        with redirect_stdout(sink), redirect_stderr(sink):
+            att_side, ref_side = hook(attempt, reference)
+    except BaseException as exc:  # noqa: BLE001 - a hook that lets the attempt's exception escape
+        with redirect_stdout(sink), redirect_stderr(sink):
+            _, ref_side = hook(reference, reference)
+        detail = traceback.extract_tb(exc.__traceback__)
+        where = f" at {Path(detail[-1].filename).name}:{detail[-1].lineno}" if detail else ""
+        att_side = f"the sample failed with your code: {_first_line(exc)}{where}"
+    events.emit(event="sample", attempt=str(att_side), reference=str(ref_side))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""`python -m checker watch N` (`make watch N=k`): re-run a kata's checks every time its file is saved.
+
+Polls the file's mtime and size (cheap), and on a change waits until they have been still for the debounce
+time (editors write in several steps), then re-runs only if the content's hash changed. Ctrl-C stops it
+cleanly: the running child process is killed (checker/runner.py) and no traceback is printed.
+"""
+from __future__ import annotations
+
+import hashlib
+import signal
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from checker.report import display_path
+
+CLEAR = "\033[2J\033[3J\033[H"
+
+
+def _state(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def wait_for_change(path: Path, last_digest: str | None, *, interval: float, debounce: float) -> str | None:
+    """Block until the file's content differs from `last_digest` and has been still for `debounce` seconds."""
+    seen = _state(path)
+    while True:
+        time.sleep(interval)
+        now = _state(path)
+        if now == seen:
+            continue
+        while True:  # settle: editors may truncate, write and rename in several steps
+            time.sleep(debounce)
+            settled = _state(path)
+            if settled == now:
+                break
+            now = settled
+        seen = now
+        digest = _digest(path)
+        if digest != last_digest:
+            return digest
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C (even when started from a shell that ignores SIGINT in the background) and SIGTERM stop cleanly."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def watch(path: Path, run_once: Callable[[], str], *, interval: float = 0.5, debounce: float = 0.3,
+          out=None) -> int:
+    """Run `run_once` now and after every saved change of `path` until Ctrl-C; returns the exit code."""
+    out = out or sys.stdout
+    clear = out.isatty()
+    _stop_on_signals()
+    shown = display_path(path)
+    runs = 0
+    try:
+        digest = _digest(path)
+        while True:
+            if clear:
+                out.write(CLEAR)
+            elif runs:
+                out.write("\n" + "─" * 72 + "\n")
+            if digest is None:
+                out.write(f"{shown} does not exist (yet?): waiting for it to appear.\n")
+            else:
+                out.write(run_once().rstrip() + "\n")
+            runs += 1
+            stamp = datetime.now().strftime("%H:%M:%S")
+            out.write(f"\n[{stamp}] watching {shown}: save it to re-run the checks, Ctrl-C to stop.\n")
+            out.flush()
+            digest = wait_for_change(path, digest, interval=interval, debounce=debounce)
+    except KeyboardInterrupt:
+        out.write("\nStopped watching.\n")
+        out.flush()
+        return 0

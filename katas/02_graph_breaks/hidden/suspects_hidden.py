@@ -1,0 +1,252 @@
+"""Hidden suspects for kata 2's checks. Learners: do not read this file; solve the kata from README.md.
+
+Every line where Dynamo breaks the graph carries a hand-written annotation
+
+    # BREAK <label>: <keyword>
+
+`label` names the break (unique in this file) and `keyword` is a word Dynamo's reason for it contains.
+The checks read the annotations to learn the expected file and line of every break; each `Case` below
+lists its breaks' labels in the order they happen when the function runs on the case's inputs. Nothing
+here is computed by the reference solution.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+
+log = logging.getLogger("fx_katas.hidden")
+
+
+def _g(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# --- one break, each with ops before it: the kinds explain() does report --------------------------------
+
+def norm_ratio(a, b):
+    ratio = (a.norm() / b.norm()).item()  # BREAK ratio_item: item()
+    return a * ratio
+
+
+def pick_branch(x):
+    y = x * 3
+    if y.mean() > 0:  # BREAK pick_if: data-dependent
+        return y.exp()
+    return -y
+
+
+def nonzero_rows(x):
+    hits = torch.nonzero(x > 0.5)  # BREAK rows_nonzero: dynamic shape
+    return hits.float().mean(dim=0)
+
+
+def float_tolist(x):
+    y = x.sigmoid()
+    values = y.tolist()  # BREAK floats_tolist: tolist
+    return torch.tensor([v * 2 for v in values])
+
+
+def logs_midway(x):
+    y = x.cos()
+    log.info("logs_midway: %s", y.shape)  # BREAK mid_log: logging
+    return y.sin()
+
+
+@torch.compiler.disable
+def _opaque_scale(t):
+    return t * 0.5
+
+
+def calls_disabled(x):
+    y = x + 1
+    z = _opaque_scale(y)  # BREAK calls_disabled: disable
+    return z.relu()
+
+
+def explicit_break(x):
+    y = x.tanh()
+    torch._dynamo.graph_break()  # BREAK explicit: graph_break()
+    return y * y
+
+
+class GatedUnit(nn.Module):
+    """A module whose forward branches on a tensor value."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        gate = self.proj(x).sigmoid()
+        if gate.sum() > 1:  # BREAK gated_if: data-dependent
+            return x * gate
+        return x
+
+
+# --- breaks torch._dynamo.explain() does not report -----------------------------------------------------
+
+def warns_first(x):
+    warnings.warn("warns_first: legacy path")  # BREAK warn_first: skipped
+    return x.exp() - 1
+
+
+def random_first(x):
+    jitter = random.random()  # BREAK random_first: skipped
+    return x.sin() + 0 * jitter
+
+
+def prints_in_loop(x):
+    for step in range(3):
+        x = x * 0.5
+        print("prints_in_loop: step", step)  # BREAK loop_print: builtin
+    return x
+
+
+class _Timer:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def prints_in_with(x):
+    y = x * 2
+    with _Timer():
+        y = y + 1
+        print("prints_in_with: inside the timer")  # BREAK with_print: builtin
+    return y
+
+
+def item_in_while(x):
+    y = x.abs() + 1
+    while y.max().item() > 1:  # BREAK while_item: item()
+        y = y / 2
+    return y
+
+
+def _shout(t):
+    print("shout:", t.shape)  # BREAK shout: builtin
+    return t * 2
+
+
+def calls_a_chatty_helper(x):
+    y = x.relu()
+    z = _shout(y)
+    return z.sum()
+
+
+def no_breaks(x, w):
+    h = torch.relu(x @ w)
+    return h.softmax(dim=-1)
+
+
+# --- several breaks: execution order, and one entry per line ---------------------------------------------
+
+def two_kinds(x):
+    print("two_kinds: start")  # BREAK two_print: builtin
+    y = x * 2
+    s = y.sum().item()  # BREAK two_item: item()
+    return y - s
+
+
+def helper_then_item(x):
+    y = _later_helper(x)
+    peak = y.max().item()  # BREAK tail_item: item()
+    return y / (peak + 1)
+
+
+def _later_helper(t):
+    u = t.cos()
+    warnings.warn("later helper")  # BREAK later_warn: skipped
+    return u + 1
+
+
+def same_helper_twice(x):
+    a = _shout(x)
+    b = _shout(a + 1)
+    return a + b
+
+
+def branch_then_mask(x):
+    y = x + 1
+    if y.sum() > 0:  # BREAK branch_if: data-dependent
+        y = y[y > 1]  # BREAK branch_mask: dynamic shape
+    return y.sum()
+
+
+def three_kinds(x, coeffs):
+    y = x * 2
+    torch._dynamo.graph_break()  # BREAK three_explicit: graph_break()
+    c = coeffs.tolist()  # BREAK three_tolist: tolist
+    z = y * c[0]
+    idx = torch.nonzero(z)  # BREAK three_nonzero: dynamic shape
+    return idx.sum()
+
+
+# --- the cases the checks run ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    fn: Callable[..., Any]
+    make_args: Callable[[], tuple]
+    breaks: tuple[str, ...]  # labels of the annotated lines, in execution order
+    note: str = ""  # why this case is here, shown to the learner when it fails
+
+
+def _module_case() -> Callable[..., Any]:
+    torch.manual_seed(0)
+    unit = GatedUnit()
+    with torch.no_grad():
+        unit.proj.bias.fill_(3.0)  # sigmoid(...) ~ 1 per feature, so the gate's sum (~4) is above 1
+    return unit
+
+
+CASES: dict[str, Case] = {case.name: case for case in (
+    Case("norm_ratio", norm_ratio, lambda: (torch.randn(5, generator=_g(1)), torch.randn(5, generator=_g(2))),
+         ("ratio_item",)),
+    Case("pick_branch", pick_branch, lambda: (torch.rand(4, generator=_g(3)) + 0.1,), ("pick_if",)),
+    Case("nonzero_rows", nonzero_rows, lambda: (torch.rand(4, 3, generator=_g(4)),), ("rows_nonzero",)),
+    Case("float_tolist", float_tolist, lambda: (torch.randn(4, generator=_g(5)),), ("floats_tolist",)),
+    Case("logs_midway", logs_midway, lambda: (torch.randn(3, generator=_g(6)),), ("mid_log",)),
+    Case("calls_disabled", calls_disabled, lambda: (torch.randn(3, generator=_g(7)),), ("calls_disabled",)),
+    Case("explicit_break", explicit_break, lambda: (torch.randn(3, generator=_g(8)),), ("explicit",)),
+    Case("GatedUnit", _module_case(), lambda: (torch.randn(2, 4, generator=_g(9)),), ("gated_if",),
+         "an nn.Module: compile the module and the break is reported inside its forward"),
+    Case("warns_first", warns_first, lambda: (torch.randn(3, generator=_g(10)),), ("warn_first",),
+         "the break comes before any op, so no graph precedes it: explain() has no graph to attach it to"),
+    Case("random_first", random_first, lambda: (torch.randn(3, generator=_g(11)),), ("random_first",),
+         "the break comes before any op, so no graph precedes it: explain() has no graph to attach it to"),
+    Case("prints_in_loop", prints_in_loop, lambda: (torch.randn(3, generator=_g(12)),), ("loop_print",),
+         "a break inside a loop makes Dynamo give up on the whole frame: it runs eagerly, zero graphs, "
+         "and explain() reports -1 breaks"),
+    Case("prints_in_with", prints_in_with, lambda: (torch.randn(3, generator=_g(13)),), ("with_print",),
+         "a break inside a `with` block of a context manager Dynamo cannot split makes the whole frame fall "
+         "back to eager: zero graphs"),
+    Case("item_in_while", item_in_while, lambda: (torch.randn(3, generator=_g(14)),), ("while_item",),
+         "the loop condition breaks; the resumed frame then falls back to eager because the break is in a "
+         "loop, and Dynamo reports the same line a second time"),
+    Case("calls_a_chatty_helper", calls_a_chatty_helper, lambda: (torch.randn(3, generator=_g(15)),), ("shout",),
+         "the break is inside a helper the function calls: report the line that broke (in the helper), not "
+         "the call site"),
+    Case("no_breaks", no_breaks, lambda: (torch.randn(2, 3, generator=_g(16)), torch.randn(3, 4, generator=_g(17))),
+         (), "a function Dynamo captures whole has no breaks: the answer is an empty list"),
+    Case("two_kinds", two_kinds, lambda: (torch.randn(3, generator=_g(18)),), ("two_print", "two_item")),
+    Case("helper_then_item", helper_then_item, lambda: (torch.randn(3, generator=_g(19)),),
+         ("later_warn", "tail_item"),
+         "the helper is defined below its caller but runs first: execution order is not line order"),
+    Case("same_helper_twice", same_helper_twice, lambda: (torch.randn(3, generator=_g(20)),), ("shout",),
+         "the same line breaks on both calls (and Dynamo reports it again for the helper's own frame): "
+         "one entry per line"),
+    Case("branch_then_mask", branch_then_mask, lambda: (torch.rand(4, generator=_g(21)) + 0.5,),
+         ("branch_if", "branch_mask")),
+    Case("three_kinds", three_kinds, lambda: (torch.randn(4, generator=_g(22)), torch.randn(2, generator=_g(23))),
+         ("three_explicit", "three_tolist", "three_nonzero")),
+)}

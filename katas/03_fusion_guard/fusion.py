@@ -1,0 +1,33 @@
+"""Kata 3 — fuse Linear -> GELU, only where it is safe. This is the only file you edit for this kata.
+
+Read katas/03_fusion_guard/README.md first: it explains the pass step by step and lists every edge case.
+Check your work with `make kata N=3`; ask for a hint with `make hint N=3`.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx
+import torch.nn as nn  # noqa: F401 - you will want isinstance(module, nn.Linear)
+
+# Importing katas.common.ops registers the fused op. LINEAR_GELU is the node target to create:
+#     LINEAR_GELU(x, weight, bias, approximate="none")  ==  F.gelu(F.linear(x, weight, bias), approximate=...)
+from katas.common.ops import LINEAR_GELU  # noqa: F401 - torch.ops.kata.linear_gelu.default
+
+
+def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
+    """Fuse every safe Linear -> GELU pair of `gm` into one call_function node on LINEAR_GELU.
+
+    Contract (README.md, "The contract"):
+    - rewrites `gm` in place and returns the number of pairs fused (an int);
+    - each fused pair becomes ONE node `LINEAR_GELU(x, weight, bias, approximate=...)`, carrying the GELU's
+      `approximate` ("none" or "tanh"); `bias` is None for a Linear without bias;
+    - works on the graph it receives: MODULE (call_module nn.Linear -> nn.GELU or F.gelu; weights through
+      get_attr nodes), TORCH (torch._C._nn.linear -> torch._C._nn.gelu), ATEN (aten.linear -> aten.gelu) and
+      decomposed graphs (aten.addmm(b, x, t(w)) / aten.mm(x, t(w)) -> aten.gelu, with an aten.view between
+      product and GELU for inputs of more than two dimensions);
+    - fuses a pair only when the Linear's output is read by the GELU and by nothing else;
+    - leaves every other node alone, erases the nodes the rewrite leaves unused, passes gm.graph.lint(),
+      and calls gm.recompile() so that calling gm runs the new graph;
+    - a second call finds nothing to fuse and returns 0.
+    """
+    raise NotImplementedError("fuse_linear_gelu: match, guard, rewrite, clean up — README.md, 'The pass in four steps'")

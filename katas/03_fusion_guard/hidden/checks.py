@@ -1,0 +1,647 @@
+"""Hidden checks for kata 3 (Linear+GELU fusion with the single-user guard). Learners: solve the kata from
+README.md, not from here.
+
+Every check captures a real model with `katas.common.capture`, runs the attempt's pass on the captured graph
+in place, and then proves two things independently of how the attempt is written:
+
+* structure -- counted from the model's description, never from the reference: the number of fused nodes
+  equals the number of SAFE Linear -> GELU pairs, the number of linear computations (unfused + fused) is
+  what the model has, each fused node carries its GELU's `approximate`, everything else is still there,
+  nothing is left dead, the graph lints;
+* behaviour -- the rewritten graph, run through the capture's own calling convention, calls the fused
+  kernel once per fused node (`katas.common.ops.LINEAR_GELU_CALLS`) and matches eager within assert_close.
+"""
+from __future__ import annotations
+
+import traceback
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+from hypothesis import strategies as st
+
+from checker.kit import Checks, CheckFailed, expect, fuzz
+from katas.common import capture, describe
+from katas.common.models import LayerSpec, MLPSpec, build_mlp
+from katas.common.ops import LINEAR_GELU_CALLS
+from katas.common.strategies import mlp_specs
+
+CHECKS = Checks()
+aten = torch.ops.aten
+FUSED = torch.ops.kata.linear_gelu.default
+LINEAR_FUNCTIONS = {torch._C._nn.linear, aten.linear.default, aten.addmm.default, aten.mm.default}
+GELU_FUNCTIONS = {torch._C._nn.gelu, aten.gelu.default}
+# nodes a correct rewrite may add or drop: parameter reads, the weight's transpose, core-ATen reshapes
+PLUMBING_FUNCTIONS = {aten.t.default, aten.permute.default, aten.view.default, aten._unsafe_view.default,
+                      aten.reshape.default}
+RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
+
+EVERY_CAPTURE = ("symbolic_trace", "dynamo", "make_fx_pre_dispatch", "export", "make_fx", "aot_autograd", "export_core")
+# the cheapest capture of each graph form (export_core costs ~0.4 s; make_fx and aot_autograd give the same form)
+ONE_PER_FORM = ("symbolic_trace", "dynamo", "export", "make_fx")
+
+FORM_NOTES = {
+    "module": "MODULE graph: the Linear is a call_module node (node.target is the submodule's name, "
+              "gm.get_submodule(node.target) the nn.Linear); the GELU is a call_module to nn.GELU or a call_function "
+              "to F.gelu. A matcher that only knows aten ops finds nothing here, and says nothing.",
+    "torch": "TORCH graph: the Linear is call_function torch._C._nn.linear (that is F.linear), the GELU "
+             "torch._C._nn.gelu (F.gelu); the bias is positional, a bias= keyword, None, or missing.",
+    "aten": "ATEN graph: the pair is aten.linear.default -> aten.gelu.default; the bias argument may be missing.",
+    "core_aten": "decomposed graph: a Linear is aten.addmm(bias, x, t(w)) or aten.mm(x, t(w)), t = aten.t or "
+                 "aten.permute(w, [1, 0]); with 3-D inputs a view (or _unsafe_view) sits between product and GELU.",
+}
+SINGLE_USER_NOTE = ("Fuse only when the GELU is the Linear output's ONLY reader: the fused op never produces the "
+                    "pre-GELU value, so another reader (a residual add, the graph's output) would get the wrong "
+                    "value or need the Linear computed twice. In decomposed graphs the view between product and "
+                    "GELU must have one reader too.")
+
+
+# --- reading graphs -----------------------------------------------------------------------------------------
+
+def submodule(gm: torch.fx.GraphModule, node: torch.fx.Node) -> nn.Module | None:
+    """The module a call_module node calls, or None if the pass deleted it."""
+    try:
+        return gm.get_submodule(node.target)
+    except AttributeError:
+        return None
+
+
+def short_target(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
+    if node.op == "call_module":
+        return f"{node.target} ({type(submodule(gm, node)).__name__})"
+    target = node.target
+    if isinstance(target, str):
+        return target
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return str(target)
+    module = getattr(target, "__module__", None) or ""
+    return f"{module}.{getattr(target, '__name__', target)}".lstrip(".")
+
+
+def kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str | None:
+    """fused | linear | gelu | plumbing | the target's name; None for placeholder and output."""
+    if node.op in ("placeholder", "output"):
+        return None
+    if node.op == "get_attr":
+        return "plumbing"
+    if node.op == "call_module":
+        module = submodule(gm, node)
+        if isinstance(module, nn.Linear):
+            return "linear"
+        if isinstance(module, nn.GELU):
+            return "gelu"
+        return short_target(gm, node)
+    if node.op == "call_function":
+        if node.target == FUSED:
+            return "fused"
+        if node.target in LINEAR_FUNCTIONS:
+            return "linear"
+        if node.target in GELU_FUNCTIONS:
+            return "gelu"
+        if node.target in PLUMBING_FUNCTIONS:
+            return "plumbing"
+    return short_target(gm, node)
+
+
+@dataclass
+class Census:
+    """What a graph computes, counted by kind."""
+
+    fused: list
+    linears: list
+    gelus: list
+    others: Counter
+    dead: list
+    packets: list
+
+    @classmethod
+    def of(cls, gm: torch.fx.GraphModule) -> "Census":
+        kinds = {node: kind(gm, node) for node in gm.graph.nodes}
+        return cls(
+            fused=[n for n, k in kinds.items() if k == "fused"],
+            linears=[n for n, k in kinds.items() if k == "linear"],
+            gelus=[n for n, k in kinds.items() if k == "gelu"],
+            others=Counter(k for k in kinds.values() if k not in (None, "fused", "linear", "gelu", "plumbing")),
+            dead=[n.name for n, k in kinds.items() if k is not None and not n.users],
+            packets=[n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.ops.kata.linear_gelu],
+        )
+
+
+def approximate_of(node: torch.fx.Node) -> object:
+    return node.args[3] if len(node.args) > 3 else node.kwargs.get("approximate", "none")
+
+
+def format_graph(gm: torch.fx.GraphModule, limit: int = 16) -> str:
+    """The op nodes of `gm`, one per line, the way `print(gm.graph)` would say them but shorter."""
+    def arg(a):
+        if isinstance(a, torch.fx.Node):
+            return a.name
+        if isinstance(a, torch.Tensor):
+            return f"<{type(a).__name__} {list(a.shape)}>"
+        if isinstance(a, (list, tuple)):
+            return "[" + ", ".join(arg(x) for x in a) + "]"
+        return repr(a)
+
+    lines = []
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "get_attr"):
+            continue
+        if node.op == "output":
+            lines.append(f"    return {arg(node.args[0])}")
+            continue
+        args = [arg(a) for a in node.args] + [f"{k}={arg(v)}" for k, v in node.kwargs.items()]
+        lines.append(f"    {node.name} = {short_target(gm, node)}({', '.join(args)})")
+    if len(lines) > limit:
+        lines = lines[:limit - 1] + [f"    … {len(lines) - limit + 1} more nodes"]
+    return "\n".join(lines)
+
+
+def unfused_pairs(gm: torch.fx.GraphModule) -> list[str]:
+    """'linear -> gelu' for each GELU still reading a Linear (directly or through one reshape); for messages."""
+    pairs = []
+    for node in gm.graph.nodes:
+        if kind(gm, node) != "gelu" or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        source = node.args[0]
+        if source.op == "call_function" and source.target in RESHAPES and isinstance(source.args[0], torch.fx.Node):
+            source = source.args[0]
+        if kind(gm, source) == "linear":
+            pairs.append(f"{source.name} -> {node.name}")
+    return pairs
+
+
+# --- what each model should become ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    """A model and what a correct pass does to it, stated from the model's design (not from any pass)."""
+
+    title: str
+    build: Callable[[], nn.Module]
+    input_shape: tuple[int, ...]
+    linears: int              # linear computations in the model
+    gelus: int                # GELU computations in the model
+    fused: tuple[str, ...]    # `approximate` of each SAFE Linear -> GELU pair, sorted
+    dtype: torch.dtype = torch.float32
+
+    def model(self) -> nn.Module:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            return self.build().to(self.dtype).eval()
+
+    def inputs(self) -> tuple[torch.Tensor, ...]:
+        generator = torch.Generator().manual_seed(1)
+        return (torch.randn(*self.input_shape, generator=generator, dtype=self.dtype),)
+
+
+APPROXIMATE = {"gelu": "none", "gelu_tanh": "tanh"}
+
+
+def case_from_spec(spec: MLPSpec, title: str = "the random MLP below") -> Case:
+    """Expected counts read off the spec: a layer is a safe pair iff its activation is a GELU and its Linear
+    output is not reused (no residual add, not returned)."""
+    safe = sorted(APPROXIMATE[layer.activation] for layer in spec.layers
+                  if layer.activation in APPROXIMATE and layer.reuse == "none")
+    gelus = sum(layer.activation in APPROXIMATE for layer in spec.layers)
+    return Case(title, lambda: build_mlp(spec), (*spec.batch_shape, spec.in_features),
+                len(spec.layers), gelus, tuple(safe), spec.torch_dtype)
+
+
+def mlp(title: str, layers, batch=(3,), style="modules") -> Case:
+    spec = MLPSpec(in_features=4, layers=tuple(LayerSpec(*layer) for layer in layers), batch_shape=batch, style=style)
+    return case_from_spec(spec, f"{title}, input {(*batch, 4)}")
+
+
+TWO_PAIRS = [(6, True, "gelu_tanh"), (5, False, "gelu"), (3, True, "relu")]
+TWO_PAIRS_TEXT = "the MLP fc0 -> GELU(tanh) -> fc1 (no bias) -> GELU -> fc2 -> ReLU"
+TWO_PAIRS_2D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS)
+TWO_PAIRS_3D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS, batch=(2, 3))
+TWO_PAIRS_4D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS, batch=(2, 2, 3))
+FUNCTIONAL_PAIRS = mlp(f"{TWO_PAIRS_TEXT}, written with F.linear/F.gelu", TWO_PAIRS, style="functional")
+NO_BIAS_LAYERS = [(5, False, "gelu"), (3, False, "gelu_tanh")]
+NO_BIAS_TEXT = "the MLP fc0 (no bias) -> GELU -> fc1 (no bias) -> GELU(tanh)"
+NO_BIAS = mlp(NO_BIAS_TEXT, NO_BIAS_LAYERS)
+NO_BIAS_3D = mlp(NO_BIAS_TEXT, NO_BIAS_LAYERS, batch=(2, 3))
+TANH_ONLY = mlp("the MLP fc0 -> GELU(tanh) -> fc1 -> GELU(tanh)", [(5, True, "gelu_tanh"), (3, True, "gelu_tanh")])
+RESIDUAL_LAYERS = [(4, True, "gelu", "residual"), (3, True, "gelu")]
+RESIDUAL_TEXT = "the MLP z0 = fc0(x); h = GELU(z0) + z0 (z0 read twice); fc1 -> GELU"
+RESIDUAL_3D = mlp(RESIDUAL_TEXT, RESIDUAL_LAYERS, batch=(2, 3))
+RETURNED_LAYERS = [(5, False, "gelu_tanh", "return"), (3, True, "gelu")]
+RETURNED_TEXT = "the MLP z0 = fc0(x) (no bias); GELU(tanh); fc1 -> GELU; returns (out, z0)"
+RETURNED_3D = mlp(RETURNED_TEXT, RETURNED_LAYERS, batch=(2, 3))
+TWO_READERS = mlp("the MLP z0 = fc0(x); h0 = GELU(z0) + z0; z1 = fc1(h0) (no bias); h1 = GELU(tanh)(z1); "
+                  "fc2 -> GELU; returns (out, z1)",
+                  [(4, True, "gelu", "residual"), (5, False, "gelu_tanh", "return"), (3, True, "gelu")])
+
+
+class LinearThenFunctionalGelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+        self.block = nn.Sequential(nn.Linear(6, 3, bias=False), nn.GELU())
+
+    def forward(self, x):
+        return self.block(F.gelu(self.fc(x), approximate="tanh"))
+
+
+LINEAR_THEN_F_GELU = Case(
+    "block(F.gelu(fc(x), approximate='tanh')), block = nn.Sequential(nn.Linear(6, 3, bias=False), nn.GELU())",
+    LinearThenFunctionalGelu, (3, 4), linears=2, gelus=2, fused=("none", "tanh"))
+
+
+class FunctionalCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w1, self.w2 = nn.Parameter(torch.randn(5, 4)), nn.Parameter(torch.randn(5, 4))
+        self.b2 = nn.Parameter(torch.randn(5))
+
+    def forward(self, x):
+        return F.gelu(F.linear(x, self.w1), approximate="tanh") * F.gelu(F.linear(x, self.w2, bias=self.b2))
+
+
+FUNCTIONAL_CALLS = Case(
+    "F.gelu(F.linear(x, w1), approximate='tanh') * F.gelu(F.linear(x, w2, bias=b2))",
+    FunctionalCalls, (3, 4), linears=2, gelus=2, fused=("none", "tanh"))
+
+
+class SharedLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.act = nn.Linear(4, 4), nn.GELU()
+
+    def forward(self, x):
+        a = self.act(self.fc(x))
+        b = self.fc(torch.relu(x))
+        return self.act(self.fc(a + b))
+
+
+SHARED_LINEAR = Case(
+    "one nn.Linear `fc` called three times: a = act(fc(x)); b = fc(relu(x)); act(fc(a + b))",
+    SharedLinear, (3, 4), linears=3, gelus=2, fused=("none", "none"))
+
+
+class Bystanders(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc_relu, self.fc_gelu, self.act = nn.Linear(4, 4), nn.Linear(4, 4), nn.GELU()
+
+    def forward(self, x):
+        a = torch.relu(self.fc_relu(x))   # a Linear followed by something else
+        b = F.gelu(torch.sin(x))          # a GELU of something else
+        c = self.act(self.fc_gelu(x))     # the one pair
+        return a * b + c
+
+
+BYSTANDERS = Case(
+    "relu(fc_relu(x)) * gelu(sin(x)) + act(fc_gelu(x)) (one pair among bystanders)",
+    Bystanders, (3, 4), linears=2, gelus=2, fused=("none",))
+
+
+class GeluReadTwice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.act = nn.Linear(4, 5), nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        g = self.act(self.fc(x))
+        return g * torch.sigmoid(g)
+
+
+GELU_READ_TWICE = Case(
+    "g = GELU(tanh)(fc(x)); g * sigmoid(g) (the GELU's output is read twice, the Linear's once)",
+    GeluReadTwice, (3, 4), linears=1, gelus=1, fused=("tanh",))
+
+
+# --- running the attempt and judging the result ---------------------------------------------------------------
+
+def form_of(gm: torch.fx.GraphModule, method: str) -> str:
+    if method == "symbolic_trace":
+        return "module" if any(n.op == "call_module" for n in gm.graph.nodes) else "torch"
+    return {"dynamo": "torch", "make_fx_pre_dispatch": "aten", "export": "aten"}.get(method, "core_aten")
+
+
+def attempt_line(ctx, exc: BaseException) -> str:
+    """' at fusion.py:12 in f()' for the innermost frame of the attempt's file in exc's traceback, or ''."""
+    path = getattr(ctx.attempt, "__file__", None)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if path and Path(f.filename) == Path(path)]
+    return f" at {Path(path).name}:{frames[-1].lineno} in {frames[-1].name}()" if frames else ""
+
+
+def verify(ctx, case: Case, method: str, *, brief: bool = False) -> torch.fx.GraphModule:
+    """Capture `case` with `method`, run the attempt's pass on the graph in place, check structure and numerics.
+
+    Returns the rewritten graph module. `brief=True` leaves the lesson notes and graph listings out of failure
+    messages, so that a fuzz check's counterexample (printed after the message) stays on screen.
+    """
+    model, inputs = case.model(), case.inputs()
+    with torch.no_grad():
+        eager = model(*inputs)
+    captured = capture(model, inputs, method)
+    gm = captured.gm
+    form = form_of(gm, method)
+    before = Census.of(gm)
+    before_text = format_graph(gm)
+    assert len(before.linears) == case.linears and len(before.gelus) == case.gelus and not before.fused, \
+        f"internal: the {method} graph of {case.title} is not what the check expects:\n{before_text}"
+
+    def graph(label: str, text: str) -> str:
+        return "" if brief else f"\nThe graph {label} your pass:\n{text}"
+
+    def note(text: str) -> str:
+        return "" if brief else f"\n{text}"
+
+    where = f"on the {method} graph of {case.title}"
+    try:
+        returned = ctx.attempt.fuse_linear_gelu(gm)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - say which graph broke the attempt, and where
+        raise CheckFailed(f"fuse_linear_gelu {where} raised {type(exc).__name__}{attempt_line(ctx, exc)}: "
+                          f"{str(exc).strip()[:300]}" + graph("given to", before_text)) from exc
+    try:
+        gm.graph.lint()
+    except Exception as exc:  # noqa: BLE001 - any lint failure is the attempt's
+        raise CheckFailed(f"After fuse_linear_gelu {where}, gm.graph.lint() fails: {exc}\nA rewrite must leave "
+                          f"a well-formed graph: every node defined before it is used, no erased node still read."
+                          + graph("before", before_text)) from None
+    missing = [n for n in gm.graph.nodes if n.op == "call_module" and submodule(gm, n) is None]
+    expect(not missing,
+           f"After fuse_linear_gelu {where}, node {missing[0].name if missing else ''} calls submodule "
+           f"{missing[0].target if missing else ''!r}, which is no longer in gm. One nn.Linear can be called by "
+           f"several call_module nodes: keep the module when you fuse one of its calls (the fused node reads its "
+           f"parameters through get_attr)." + graph("before", before_text))
+    after = Census.of(gm)
+    after_text = format_graph(gm)
+    expected = len(case.fused)
+
+    new_dead = [name for name in after.dead if name not in before.dead]
+    expect(not new_dead,
+           f"fuse_linear_gelu {where} left node(s) nobody reads: {', '.join(new_dead)}. The rewrite made them dead "
+           f"(old Linear, GELU, weight transpose, ...): erase them with gm.graph.erase_node(node) or "
+           f"gm.graph.eliminate_dead_code()." + graph("after", after_text))
+    expect(not after.packets,
+           f"fuse_linear_gelu {where} made nodes that call torch.ops.kata.linear_gelu, the overload packet; "
+           f"the contract's target is the overload torch.ops.kata.linear_gelu.default.")
+    for node in after.fused:
+        constants = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.Tensor)]
+        expect(not constants,
+               f"fuse_linear_gelu {where} made fused node {node.name} with a tensor object as an argument. Node "
+               f"arguments must be graph values (other nodes): read a module's parameter with a get_attr node, "
+               f"gm.graph.get_attr('fc0.weight'), so the generated code can refer to it." + graph("after", after_text))
+    if len(after.fused) < expected:
+        left = unfused_pairs(gm)
+        raise CheckFailed(
+            f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s) (returned {returned!r}); "
+            f"the model has {expected} safe Linear -> GELU pair(s)"
+            + (f", still unfused: {', '.join(left)}" if left else "") + "." + note(FORM_NOTES[form])
+            + graph("before", before_text))
+    expect(len(after.fused) == expected,
+           f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s); only {expected} pair(s) "
+           f"are safe to fuse." + note(SINGLE_USER_NOTE) + graph("after", after_text))
+    computed = len(after.linears) + len(after.fused)
+    expect(computed == case.linears,
+           f"After fuse_linear_gelu {where}, the graph computes {computed} linear layers ({len(after.linears)} "
+           f"unfused + {len(after.fused)} fused); the model has {case.linears}. A fusion replaces its Linear; it "
+           f"must never add a second copy of one." + note(SINGLE_USER_NOTE) + graph("after", after_text))
+    expect(len(after.gelus) == case.gelus - expected,
+           f"After fuse_linear_gelu {where}, {len(after.gelus)} GELU node(s) remain; expected "
+           f"{case.gelus - expected}: the model's {case.gelus} minus the {expected} fused." + graph("after", after_text))
+    got_approximate = sorted(str(approximate_of(n)) for n in after.fused)
+    expect(got_approximate == list(case.fused),
+           f"After fuse_linear_gelu {where}, the fused nodes carry approximate={got_approximate}; the GELUs they "
+           f"replaced had {list(case.fused)}. Carry each GELU's approximate (nn.GELU's .approximate attribute, "
+           f"the gelu node's approximate= keyword, 'none' when absent): 'tanh' computes other numbers."
+           + graph("after", after_text))
+    expect(type(returned) is int and returned == expected,
+           f"fuse_linear_gelu {where} returned {returned!r} after making {len(after.fused)} fused node(s); it must "
+           f"return the number of pairs it fused, an int.")
+    expect(after.others == before.others,
+           f"fuse_linear_gelu {where} changed nodes outside the pairs it fused: other ops before "
+           f"{dict(before.others)}, after {dict(after.others)}. A pass owns only the nodes it matched."
+           + graph("after", after_text))
+
+    LINEAR_GELU_CALLS.reset()
+    try:
+        got = captured.run(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the rewritten graph itself fails to run
+        raise CheckFailed(f"After fuse_linear_gelu {where}, running the rewritten graph raised {type(exc).__name__}: "
+                          f"{(str(exc).strip().splitlines() or [''])[0][:300]}" + graph("after", after_text)) from exc
+    expect(LINEAR_GELU_CALLS.count == expected,
+           f"After fuse_linear_gelu {where}, gm.graph has {expected} kata.linear_gelu node(s), but running gm called "
+           f"the fused kernel {LINEAR_GELU_CALLS.count} time(s). Calling gm runs Python code generated from "
+           f"gm.graph: after editing the graph call gm.recompile(), or gm keeps running the old code.")
+    try:
+        torch.testing.assert_close(got, eager)
+    except AssertionError as exc:
+        raise CheckFailed(f"After fuse_linear_gelu {where}, running the graph no longer matches eager:\n{exc}"
+                          + graph("after", after_text)) from None
+    return gm
+
+
+def verify_each(ctx, cases, methods) -> None:
+    for case in cases:
+        for method in methods:
+            verify(ctx, case, method)
+
+
+# fuzz: random MLPs. Repeated entries weight the draw toward GELUs and single-use outputs, so most examples hold
+# safe pairs; draws shrink toward the first entries (a plain GELU, no reuse).
+FUZZ_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "gelu", "gelu_tanh", "sigmoid", "gelu", "tanh", "gelu_tanh",
+                    "silu", "gelu", "none")
+FUZZ_REUSES = ("none", "residual", "return", "none")
+
+
+def fuzz_specs(styles=("modules",)):
+    return mlp_specs(activations=FUZZ_ACTIVATIONS, reuses=FUZZ_REUSES, max_layers=4,
+                     batch_shapes=((3,), (2, 3)), dtypes=("float32", "float64"), styles=styles)
+
+
+def fuzz_captures(ctx, strategy, max_examples=None) -> None:
+    """Fuzz (spec, capture method) pairs; a failure prints the shrunk MLP and the capture."""
+    def prop(example):
+        spec, method = example
+        verify(ctx, case_from_spec(spec), method, brief=True)
+
+    fuzz(ctx, strategy, prop, max_examples=max_examples,
+         describe=lambda ex: f"{describe(ex[0])}\ncaptured with: {ex[1]}")
+
+
+# --- stage: module -----------------------------------------------------------------------------------------
+
+@CHECKS.check(stage="module", weight=3)
+def module_graphs_fuse(ctx):
+    "MODULE graphs: call_module Linear -> call_module GELU pairs fuse"
+    verify_each(ctx, [TWO_PAIRS_2D, TWO_PAIRS_3D], ["symbolic_trace"])
+
+
+@CHECKS.check(stage="module", weight=2)
+def module_linear_then_functional_gelu(ctx):
+    "MODULE graphs: Linear module -> F.gelu, and modules nested in nn.Sequential"
+    verify(ctx, LINEAR_THEN_F_GELU, "symbolic_trace")
+
+
+@CHECKS.check(stage="module", weight=1)
+def module_fused_node_reads_the_linear_parameters(ctx):
+    "MODULE graphs: the fused node reads the Linear's own parameters via get_attr"
+    gm = verify(ctx, LINEAR_THEN_F_GELU, "symbolic_trace")
+    for node in (n for n in gm.graph.nodes if n.op == "call_function" and n.target == FUSED):
+        linear = gm.get_submodule("fc") if str(approximate_of(node)) == "tanh" else gm.get_submodule("block.0")
+        for index, name in ((1, "weight"), (2, "bias")):
+            value = node.args[index] if len(node.args) > index else node.kwargs.get(name)
+            param = getattr(linear, name)
+            if param is None:
+                expect(value is None, f"fused node {node.name} replaces a Linear without bias but takes "
+                                      f"bias={value!r}; pass None.")
+                continue
+            read = None
+            if isinstance(value, torch.fx.Node) and value.op == "get_attr" and isinstance(value.target, str):
+                read = gm
+                for part in value.target.split("."):
+                    read = getattr(read, part, None)
+            expect(read is param,
+                   f"fused node {node.name} takes {name}={value!r}. In a MODULE graph the Linear's parameters are "
+                   f"not graph values yet: add a get_attr node reading the parameter itself "
+                   f"(gm.graph.get_attr(f'{{node.target}}.{name}') -> e.g. 'fc.{name}'), not a copy, so the graph "
+                   f"keeps following the module's parameters.")
+
+
+@CHECKS.check(stage="module", weight=3)
+def random_mlps_as_module_graphs(ctx):
+    "random MLPs as MODULE graphs (symbolic_trace)"
+    fuzz_captures(ctx, st.tuples(fuzz_specs(), st.just("symbolic_trace")))
+
+
+# --- stage: torch ------------------------------------------------------------------------------------------
+
+@CHECKS.check(stage="torch", weight=3)
+def dynamo_graphs_fuse(ctx):
+    "TORCH graphs from Dynamo: torch._C._nn.linear -> gelu pairs fuse"
+    verify_each(ctx, [TWO_PAIRS_2D, TWO_PAIRS_3D, LINEAR_THEN_F_GELU], ["dynamo"])
+
+
+@CHECKS.check(stage="torch", weight=2)
+def functional_symbolic_trace_fuses(ctx):
+    "TORCH graphs from symbolic_trace of F.linear/F.gelu code, every bias form"
+    verify_each(ctx, [FUNCTIONAL_CALLS, FUNCTIONAL_PAIRS], ["symbolic_trace"])
+
+
+@CHECKS.check(stage="torch", weight=3)
+def random_mlps_as_torch_graphs(ctx):
+    "random MLPs as TORCH graphs (Dynamo; symbolic_trace of functional code)"
+    strategy = fuzz_specs(styles=("functional", "modules")).flatmap(lambda spec: st.tuples(
+        st.just(spec), st.sampled_from(("symbolic_trace", "dynamo") if spec.style == "functional" else ("dynamo",))))
+    fuzz_captures(ctx, strategy, max_examples=min(ctx.max_examples, 20))
+
+
+# --- stage: aten ---------------------------------------------------------------------------------------------
+
+@CHECKS.check(stage="aten", weight=3)
+def export_graphs_fuse(ctx):
+    "ATEN graphs from torch.export: aten.linear -> aten.gelu pairs fuse"
+    verify_each(ctx, [TWO_PAIRS_2D, TWO_PAIRS_3D, FUNCTIONAL_CALLS], ["export"])
+
+
+@CHECKS.check(stage="aten", weight=2)
+def pre_dispatch_graphs_fuse(ctx):
+    "ATEN graphs from make_fx(pre_dispatch=True) fuse"
+    verify_each(ctx, [TWO_PAIRS_2D, FUNCTIONAL_CALLS], ["make_fx_pre_dispatch"])
+
+
+@CHECKS.check(stage="aten", weight=3)
+def random_mlps_as_aten_graphs(ctx):
+    "random MLPs as ATEN graphs (make_fx pre-dispatch, torch.export)"
+    fuzz_captures(ctx, st.tuples(fuzz_specs(), st.sampled_from(("make_fx_pre_dispatch", "export"))))
+
+
+# --- stage: core_aten -----------------------------------------------------------------------------------------
+
+@CHECKS.check(stage="core_aten", weight=3)
+def addmm_and_mm_fuse(ctx):
+    "decomposed graphs: addmm(b, x, t(w)) and mm(x, t(w)) -> gelu fuse"
+    verify_each(ctx, [TWO_PAIRS_2D], ["make_fx", "aot_autograd", "export_core"])
+
+
+@CHECKS.check(stage="core_aten", weight=3)
+def view_sandwich_fuses(ctx):
+    "3-D and 4-D inputs: the view -> addmm/mm -> view -> gelu sandwich fuses"
+    verify_each(ctx, [TWO_PAIRS_3D, NO_BIAS_3D], ["make_fx"])  # bias: view/addmm/view; none: view/mm/_unsafe_view
+    verify(ctx, TWO_PAIRS_3D, "export_core")
+    verify(ctx, TWO_PAIRS_4D, "aot_autograd")
+
+
+@CHECKS.check(stage="core_aten", weight=2)
+def reshaped_product_with_two_users_is_not_fused(ctx):
+    "decomposed graphs: a view of the product read twice blocks the fusion"
+    verify_each(ctx, [RESIDUAL_3D, RETURNED_3D], ["make_fx"])
+    verify(ctx, RESIDUAL_3D, "export_core")
+
+
+@CHECKS.check(stage="core_aten", weight=3)
+def random_mlps_as_core_aten_graphs(ctx):
+    "random MLPs as decomposed graphs (make_fx, aot_autograd, export_core)"
+    # make_fx first and twice: it is the cheapest capture of this form and the one counterexamples shrink to
+    strategy = st.tuples(fuzz_specs(), st.sampled_from(("make_fx", "export_core", "make_fx", "aot_autograd")))
+    fuzz_captures(ctx, strategy, max_examples=min(ctx.max_examples, 20))
+
+
+# --- stage: safety -------------------------------------------------------------------------------------------
+
+@CHECKS.check(stage="safety", weight=4)
+def linear_output_with_two_users_is_not_fused(ctx):
+    "a Linear output also read by a residual add or returned is not fused"
+    verify_each(ctx, [TWO_READERS], EVERY_CAPTURE)
+
+
+@CHECKS.check(stage="safety", weight=1)
+def gelu_read_twice_still_fuses(ctx):
+    "a GELU whose own output is read twice still fuses"
+    verify_each(ctx, [GELU_READ_TWICE], ONE_PER_FORM)
+
+
+@CHECKS.check(stage="safety", weight=2)
+def approximate_is_carried(ctx):
+    "the fused node carries GELU's approximate='tanh'"
+    verify_each(ctx, [TANH_ONLY], ONE_PER_FORM)
+
+
+@CHECKS.check(stage="safety", weight=2)
+def linear_without_bias_fuses(ctx):
+    "a Linear without bias fuses, with bias=None"
+    verify_each(ctx, [NO_BIAS], EVERY_CAPTURE)
+
+
+@CHECKS.check(stage="safety", weight=2)
+def second_call_fuses_nothing(ctx):
+    "idempotent: a second call returns 0 and changes nothing"
+    for method in ONE_PER_FORM:
+        gm = verify(ctx, TWO_PAIRS_3D, method)
+        code = gm.code
+        again = ctx.attempt.fuse_linear_gelu(gm)
+        expect(again == 0, f"fuse_linear_gelu called a second time on the fused {method} graph of "
+                           f"{TWO_PAIRS_3D.title} returned {again!r}, expected 0: a kata.linear_gelu node is not a "
+                           f"Linear -> GELU pair, so nothing is left to fuse.")
+        expect(gm.code == code, f"fuse_linear_gelu called a second time on the fused {method} graph changed it, "
+                                f"though there was nothing to fuse.\nbefore:\n{code}\nafter:\n{gm.code}")
+
+
+@CHECKS.check(stage="safety", weight=2)
+def nodes_outside_matches_untouched(ctx):
+    "nodes outside the pairs stay: Linear -> ReLU, GELU of another op"
+    verify_each(ctx, [BYSTANDERS], ONE_PER_FORM)
+
+
+@CHECKS.check(stage="safety", weight=1)
+def dead_nodes_are_removed(ctx):
+    "nodes the rewrite leaves unused are erased (Linear, GELU, transpose)"
+    verify_each(ctx, [TWO_PAIRS_3D], ONE_PER_FORM)
+
+
+@CHECKS.check(stage="safety", weight=2)
+def shared_linear_module_keeps_working(ctx):
+    "a Linear called three times: two calls fuse, the third still runs"
+    verify_each(ctx, [SHARED_LINEAR], ONE_PER_FORM)

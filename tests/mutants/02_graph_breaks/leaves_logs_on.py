@@ -1,0 +1,16 @@
+"""Mistake: the finder switches graph-break logging on with torch._logging.set_logs(graph_breaks=True)
+and never switches it off, so every later torch.compile prints its breaks."""
+import torch
+
+from checker.kit import load_reference
+
+_ref = load_reference("02_graph_breaks", "hunt.py")
+GraphBreak = _ref.GraphBreak
+globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
+
+KILLED_BY = ("leaves_logging_as_found",)
+
+
+def find_graph_breaks(fn, *args, **kwargs):
+    torch._logging.set_logs(graph_breaks=True)
+    return _ref.find_graph_breaks(fn, *args, **kwargs)

@@ -1,0 +1,32 @@
+"""Mistake: the matcher knows only aten ops, so MODULE and TORCH graphs silently fuse nothing.
+
+Written and tested on make_fx / export graphs, the pass looks for aten.linear / aten.addmm / aten.mm and
+aten.gelu. A symbolic_trace graph has call_module nodes and a Dynamo graph torch._C._nn.linear: no match, no
+error, no fusion, and every output still matches eager.
+"""
+import torch
+
+from checker.kit import load_reference
+
+_ref = load_reference("03_fusion_guard", "fusion.py")
+_right_linear_operands = _ref.linear_operands
+
+KILLED_BY = ("module_graphs_fuse", "module_linear_then_functional_gelu", "random_mlps_as_module_graphs",
+             "dynamo_graphs_fuse", "functional_symbolic_trace_fuses")
+
+
+def gelu_approximate(gm, node):
+    if node.op == "call_function" and node.target == torch.ops.aten.gelu.default:
+        return node.kwargs.get("approximate", "none")
+    return None
+
+
+def linear_operands(gm, node):
+    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+        return _right_linear_operands(gm, node)
+    return None
+
+
+_ref.gelu_approximate = gelu_approximate
+_ref.linear_operands = linear_operands
+fuse_linear_gelu = _ref.fuse_linear_gelu

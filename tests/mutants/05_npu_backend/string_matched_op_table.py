@@ -1,0 +1,63 @@
+"""Mistake: the op table is a set of ATen names matched against str(node.target), applied to the graph Dynamo
+hands the backend. Dynamo graphs call torch functions (torch._C._nn.linear, torch.relu, operator.add), whose
+str() is "<built-in function linear>", never "aten.linear.default": nothing matches, no partition is made, and
+the whole model runs on the CPU -- with correct answers and no warning.
+
+The rest of the pipeline is a sound design (partition the Dynamo graph, lower each NPU partition with
+make_fx, fuse, compile, fall back per call); only the table is wrong.
+"""
+import warnings
+
+import torch
+import torch.fx
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from checker.kit import load_reference
+from katas.common.npu import NPU, NPU_OPS, NPUCompileError, NPUFallbackWarning
+
+_ref = load_reference("05_npu_backend", "backend.py")
+
+KILLED_BY = ("supported_models_run_entirely_on_npu", "random_mlps_with_cpu_ops")
+
+ATEN_NAMES = {f"aten.{op}.default" for op in NPU_OPS} | {"aten.add.Tensor", "aten.mul.Tensor", "aten.transpose.int"}
+
+
+class StringSupport(OperatorSupportBase):
+    def is_node_supported(self, submodules, node):
+        return node.op == "call_function" and str(node.target) in ATEN_NAMES
+
+
+class _ArgRecorder(torch.fx.Interpreter):
+    """Runs the partitioned graph once to learn each partition's real inputs."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.seen = {}
+
+    def call_module(self, target, args, kwargs):
+        self.seen[target] = args
+        return super().call_module(target, args, kwargs)
+
+
+def npu_backend(gm, example_inputs):
+    partitioner = CapabilityBasedPartitioner(gm, StringSupport(), allows_single_node_partition=True)
+    gm = partitioner.partition_and_fuse(prefix="npu_partition_")
+    recorder = _ArgRecorder(gm)
+    with torch.no_grad():
+        recorder.run(*example_inputs)
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and node.target.startswith("npu_partition_"):
+            args = recorder.seen[node.target]
+            with torch.no_grad():
+                aten = make_fx(gm.get_submodule(node.target))(*args)
+            _ref._fusion.fuse_linear_gelu(aten)
+            try:
+                program = NPU.compile(aten, args, name=node.target)
+            except NPUCompileError as error:
+                warnings.warn(f"{node.target} runs on the CPU: {error}", NPUFallbackWarning)
+                continue
+            setattr(gm, node.target, _ref.NPUPartition(node.target, program, aten))
+    gm.recompile()
+    return gm.forward

@@ -1,0 +1,243 @@
+"""The simulated NPU (katas/common/npu.py) is the ground truth katas 4 and 5 are checked against: it must compile
+exactly what it claims to run, run it with its own kernels, count honestly, and fail the way it documents."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from katas.common.npu import (
+    DEVICE,
+    KERNELS,
+    LAYOUT_OPS,
+    NPU,
+    NPU_OPS,
+    NPUCompileError,
+    NPUFallbackWarning,
+    NPUProgram,
+    NPURuntimeError,
+    canonical_name,
+)
+from katas.common.ops import LINEAR_GELU_CALLS
+from katas.common.zoo import ZOO
+
+aten = torch.ops.aten
+
+
+@pytest.fixture(autouse=True)
+def fresh_device():
+    DEVICE.reset()
+    yield
+    DEVICE.reset()
+
+
+def lowered(name: str, dtype: torch.dtype = torch.float32):
+    """make_fx (ATen, t + addmm) graph of a zoo model, its input, and the eager output."""
+    model = ZOO[name].build().to(dtype)
+    (x,) = ZOO[name].inputs()
+    x = x.to(dtype)
+    with torch.no_grad():
+        return make_fx(model)(x), x, model(x)
+
+
+def test_npu_ops_is_the_documented_table_and_every_op_has_a_kernel():
+    assert NPU_OPS == {"linear", "addmm", "mm", "matmul", "t", "permute", "transpose", "view", "reshape",
+                       "gelu", "relu", "sigmoid", "tanh", "silu", "add", "mul", "linear_gelu"}
+    assert set(KERNELS) == NPU_OPS
+    assert LAYOUT_OPS < NPU_OPS
+
+
+def test_canonical_name_strips_namespace_and_overload():
+    assert canonical_name(aten.addmm.default) == "addmm"
+    assert canonical_name(aten.add.Tensor) == "add"
+    assert canonical_name(torch.ops.kata.linear_gelu.default) == "linear_gelu"
+    assert canonical_name(torch.relu) is None
+
+
+@pytest.mark.parametrize("name", ["mlp", "mlp_3d", "residual", "functional", "pointwise"])
+def test_program_computes_exactly_what_the_graph_computes(name):
+    gm, x, expected = lowered(name)
+    program = NPU.compile(gm, [x])
+    assert torch.equal(program(x), expected)
+    assert DEVICE.stats.runs == 1 and DEVICE.stats.programs_compiled == 1
+
+
+def test_launches_count_compute_nodes_and_layout_ops_are_free():
+    gm, x, _ = lowered("mlp_3d")  # view, t, addmm, view, gelu, view, t, addmm, view
+    program = NPU.compile(gm, [x])
+    program(x)
+    stats = DEVICE.stats
+    assert program.launches == stats.launches == 3  # addmm, gelu, addmm
+    assert stats.ops_run == {"view": 4, "t": 2, "addmm": 2, "gelu": 1}
+    assert [run.node for run in stats.nodes_run] == [n.name for n in gm.graph.nodes if n.op == "call_function"]
+    assert all(run.program == program.name for run in stats.nodes_run)
+    assert stats.nodes_run[2].target == "aten.addmm.default"
+
+
+def test_fused_linear_gelu_is_one_launch_with_the_npus_own_kernel():
+    def unfused(x, w, b):
+        return F.gelu(F.linear(x, w, b))
+
+    def fused(x, w, b):
+        return torch.ops.kata.linear_gelu(x, w, b)
+
+    args = (torch.randn(3, 4), torch.randn(5, 4), torch.randn(5))
+    plain, one = NPU.compile(make_fx(unfused)(*args), args), NPU.compile(make_fx(fused)(*args), args)
+    LINEAR_GELU_CALLS.reset()
+    assert torch.equal(one(*args), plain(*args))
+    assert LINEAR_GELU_CALLS.count == 0, "the NPU must run its own kernel, not the op's CPU implementation"
+    assert (plain.launches, one.launches) == (2, 1)
+    assert one.estimated_us < plain.estimated_us
+
+
+def test_bytes_cross_the_host_boundary_each_run_and_constants_once():
+    gm, x, _ = lowered("mlp")  # make_fx keeps the parameters as get_attr constants
+    constants = sum(p.numel() * 4 for p in ZOO["mlp"].build().parameters())
+    program = NPU.compile(gm, [x])
+    assert DEVICE.stats.bytes_to_device == constants
+    program(x)
+    program(x)
+    assert DEVICE.stats.bytes_to_device == constants + 2 * x.numel() * 4
+    assert DEVICE.stats.bytes_from_device == 2 * 2 * 3 * 4  # output (2, 3) float32, twice
+    assert DEVICE.stats.estimated_us == pytest.approx(2 * program.estimated_us)
+
+
+def test_outputs_keep_their_structure_and_never_alias_inputs():
+    def f(x):
+        return x, (x.relu(),)
+
+    x = torch.randn(2, 3)
+    program = NPU.compile(make_fx(f)(x), [x])
+    same, (relu,) = program(x)
+    assert torch.equal(same, x) and same.data_ptr() != x.data_ptr()
+    assert torch.equal(relu, x.relu())
+
+
+def test_fake_example_inputs_are_enough_to_compile():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    gm, x, expected = lowered("mlp")
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(x)
+    assert torch.equal(NPU.compile(gm, [fake])(x), expected)
+
+
+# --- compile-time rejection ---------------------------------------------------------------------------------
+
+def rejection(gm, inputs) -> NPUCompileError:
+    with pytest.raises(NPUCompileError) as info:
+        NPU.compile(gm, inputs)
+    assert DEVICE.stats.compile_errors[-1] == str(info.value)
+    assert DEVICE.stats.programs_compiled == 0
+    return info.value
+
+
+def test_float64_is_rejected_naming_the_input():
+    gm, x, _ = lowered("mlp", torch.float64)
+    error = rejection(gm, [x])
+    assert "float64" in error.reason and error.node in str(error)
+
+
+def test_an_op_outside_npu_ops_is_rejected_naming_the_node():
+    x = torch.randn(2, 3)
+    gm = make_fx(lambda t: torch.sin(t).relu())(x)
+    error = rejection(gm, [x])
+    assert error.node == "sin" and "aten.sin.default" in error.reason
+
+
+def test_module_and_torch_level_graphs_are_rejected():
+    x = torch.randn(2, 4)
+    assert "call_module" in rejection(torch.fx.symbolic_trace(ZOO["mlp"].build()), [x]).reason
+    assert "not an ATen op" in rejection(torch.fx.symbolic_trace(lambda t: torch.relu(t)), [x]).reason
+
+
+def test_overloads_that_write_into_arguments_are_rejected():
+    x = torch.randn(2, 3)
+    graph = torch.fx.Graph()
+    placeholder = graph.placeholder("x")
+    graph.output(graph.call_function(aten.add.out, (placeholder, placeholder), {"out": placeholder}))
+    assert "functional" in rejection(torch.fx.GraphModule({}, graph), [x]).reason  # "add" is in NPU_OPS, add.out is not
+
+
+def test_an_overload_without_a_kernel_is_rejected():
+    x = torch.randn(2, 3)
+    graph = torch.fx.Graph()
+    node = graph.call_function(aten.view.dtype, (graph.placeholder("x"), torch.int32))
+    graph.output(node)
+    assert "no NPU kernel" in rejection(torch.fx.GraphModule({}, graph), [x]).reason
+
+
+def test_symbolic_shapes_are_rejected():
+    x = torch.randn(2, 3)
+    gm = make_fx(lambda t: t.relu(), tracing_mode="symbolic")(x)
+    fake = next(n for n in gm.graph.nodes if n.op == "placeholder").meta["val"]
+    assert "static" in rejection(gm, [fake]).reason
+    assert "symbolic integer" in rejection(gm, [torch.SymInt(fake.shape[0].node)]).reason
+
+
+def test_wrong_number_of_example_inputs_is_rejected():
+    gm, x, _ = lowered("mlp")
+    rejection(gm, [x, x])
+
+
+# --- run-time failures --------------------------------------------------------------------------------------
+
+def test_an_input_of_another_shape_or_dtype_raises_at_run_time():
+    gm, x, _ = lowered("mlp")
+    program = NPU.compile(gm, [x])
+    with pytest.raises(NPURuntimeError, match=r"\(5, 4\).*compiled for \(2, 4\)"):
+        program(torch.randn(5, 4))
+    with pytest.raises(NPURuntimeError, match="float16"):
+        program(x.half())
+    with pytest.raises(NPURuntimeError):
+        program()
+    assert len(DEVICE.stats.runtime_errors) == 3 and DEVICE.stats.runs == 0 and not DEVICE.busy
+
+
+def test_injected_faults_hit_the_next_n_runs_only():
+    gm, x, expected = lowered("mlp")
+    program = NPU.compile(gm, [x])
+    DEVICE.inject_fault(2)
+    for _ in range(2):
+        with pytest.raises(NPURuntimeError, match="fault"):
+            program(x)
+    assert torch.equal(program(x), expected)
+    assert (len(DEVICE.stats.runtime_errors), DEVICE.stats.runs) == (2, 1)
+
+
+def test_reset_zeroes_stats_and_cancels_faults_but_programs_stay_valid():
+    gm, x, expected = lowered("mlp")
+    program = NPU.compile(gm, [x])
+    program(x)
+    DEVICE.inject_fault(3)
+    DEVICE.reset()
+    assert DEVICE.stats.runs == DEVICE.stats.launches == DEVICE.stats.programs_compiled == 0
+    assert torch.equal(program(x), expected)
+
+
+def test_busy_is_true_only_while_a_program_runs():
+    seen = []
+    gm, x, _ = lowered("pointwise")
+    original = KERNELS["relu"]
+    KERNELS["relu"] = lambda self: (seen.append(DEVICE.busy), original(self))[1]
+    try:
+        program = NPU.compile(gm, [x])  # steps bind their kernel at compile time
+        program(x)
+    finally:
+        KERNELS["relu"] = original
+    assert True in seen and not DEVICE.busy
+
+
+def test_programs_are_made_by_compile_only():
+    with pytest.raises(TypeError):
+        NPUProgram()
+
+
+def test_fallback_warning_is_a_user_warning():
+    assert issubclass(NPUFallbackWarning, UserWarning)
+    with pytest.warns(NPUFallbackWarning):
+        warnings.warn("partition 0 runs on the CPU", NPUFallbackWarning)

@@ -1,0 +1,454 @@
+"""The learner and mentor commands: hint, reset/restore, watch, all (progress), diff and grade.
+
+Every test works in a throwaway copy of the repository (checker/, kata 1, its reference, plus a tiny toy kata
+whose checks take a moment), so the real katas/*.py stubs, progress file and backups are never touched. The toy
+kata has kata 1's API (node_dialect, detect_dialect), so tests/attempts/*.py fixtures work as its attempts.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from checker.backups import looks_pristine
+from checker.diffing import side_by_side
+from checker.hints import parse_hints
+from checker.manifest import REPO_ROOT, get_kata
+from conftest import ATTEMPTS_DIR
+
+KATA1 = get_kata(1)
+TOY = 9
+TOY_SLUG = "09_toy"
+TOY_STUB = '''"""Toy kata: the only file you edit."""
+
+
+def node_dialect(node):
+    """'neutral' for None."""
+    raise NotImplementedError("node_dialect: README.md, 'Nodes'")
+
+
+def detect_dialect(gm):
+    """'torch' for None."""
+    raise NotImplementedError("detect_dialect: README.md, 'Graphs'")
+'''
+TOY_SOLUTION = '''def node_dialect(node):
+    return "neutral"
+
+
+def detect_dialect(gm):
+    return "torch"
+'''
+TOY_CHECKS = '''from checker.kit import Checks, expect
+
+CHECKS = Checks()
+
+
+@CHECKS.check(stage="basics", weight=2)
+def node_of_none(ctx):
+    "node_dialect(None) is 'neutral'"
+    got = ctx.attempt.node_dialect(None)
+    expect(got == "neutral", f"node_dialect(None) returned {got!r}, expected 'neutral'")
+
+
+@CHECKS.check(stage="basics", weight=3)
+def graph_of_none(ctx):
+    "detect_dialect(None) is 'torch'"
+    got = ctx.attempt.detect_dialect(None)
+    expect(got == "torch", f"detect_dialect(None) returned {got!r}, expected 'torch'")
+'''
+TOY_HINTS = """# Hints for the toy kata
+
+## Hint 1
+Return a constant.
+
+## Hint 2 — which constant
+```python
+## this line is code, not a new tier
+```
+'neutral' for nodes.
+
+## Hint 3
+`return "torch"` in detect_dialect.
+"""
+
+
+class Repo:
+    """A copy of the repository to run `python -m checker` in."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def toy_stub(self) -> Path:
+        return self.root / "katas" / TOY_SLUG / "toy.py"
+
+    @property
+    def kata1_stub(self) -> Path:
+        return self.root / "katas" / KATA1.slug / KATA1.module
+
+    @property
+    def progress(self) -> Path:
+        return self.root / ".kata-progress.json"
+
+    @property
+    def backups(self) -> Path:
+        return self.root / ".kata-backups"
+
+    def env(self, **extra: str) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FX_KATAS_")}
+        env.update(PYTHONPATH=str(self.root), NO_COLOR="1", COLUMNS="150", **extra)
+        return env
+
+    def run(self, *args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "checker", *args], capture_output=True, text=True,
+                              cwd=self.root, env=self.env(**extra), timeout=timeout)
+        assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        return proc
+
+    def popen(self, *args: str, out: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "checker", *args], cwd=self.root, env=self.env(),
+                                stdout=open(out, "w"), stderr=subprocess.STDOUT)
+
+    def git_commit(self) -> None:
+        git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-C", str(self.root)]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "pristine"]):
+            subprocess.run(git + args, check=True, capture_output=True)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def repo(tmp_path) -> Repo:
+    root = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO_ROOT / "checker", root / "checker", ignore=ignore)
+    shutil.copytree(REPO_ROOT / "katas" / "common", root / "katas" / "common", ignore=ignore)
+    shutil.copy(REPO_ROOT / "katas" / "__init__.py", root / "katas" / "__init__.py")
+    shutil.copytree(KATA1.folder, root / "katas" / KATA1.slug, ignore=ignore)
+    shutil.copytree(KATA1.solution_path.parent, root / "solutions" / KATA1.slug, ignore=ignore)
+    _write(root / "katas" / TOY_SLUG / "toy.py", TOY_STUB)
+    _write(root / "katas" / TOY_SLUG / "hints.md", TOY_HINTS)
+    _write(root / "katas" / TOY_SLUG / "hidden" / "checks.py", TOY_CHECKS)
+    _write(root / "solutions" / TOY_SLUG / "toy.py", TOY_SOLUTION)
+    stages = ", ".join(f'"{s}"' for s in KATA1.stages)
+    _write(root / "katas" / "katas.toml", f'''schema = 1
+
+[[kata]]
+number = 1
+slug = "{KATA1.slug}"
+title = "{KATA1.title}"
+module = "{KATA1.module}"
+stages = [{stages}]
+time_limit = {KATA1.time_limit}
+
+[[kata]]
+number = {TOY}
+slug = "{TOY_SLUG}"
+title = "Toy kata"
+module = "toy.py"
+stages = ["basics"]
+time_limit = 60
+''')
+    return Repo(root)
+
+
+# --- hints ---------------------------------------------------------------------------------------------------
+
+def test_hints_are_parsed_by_heading_outside_code_fences():
+    hints = parse_hints(TOY_HINTS)
+    assert [h.number for h in hints] == [1, 2, 3]
+    assert "this line is code" in hints[1].body and hints[1].heading == "Hint 2 — which constant"
+
+
+def test_hint_reveals_tiers_in_order_and_remembers_them(repo):
+    first = repo.run("hint", str(TOY))
+    assert first.returncode == 0 and "hint 1 of 3" in first.stdout and "Return a constant." in first.stdout
+    assert "Hint 2" not in first.stdout and "make hint N=9" in first.stdout
+    second = repo.run("hint", str(TOY))
+    assert "hint 2 of 3 — which constant" in second.stdout and "'neutral' for nodes." in second.stdout
+    last = repo.run("hint", str(TOY))
+    assert "hint 3 of 3" in last.stdout and "last hint" in last.stdout
+    done = repo.run("hint", str(TOY))
+    assert done.returncode == 0 and "All 3 hints" in done.stdout and f"hint {TOY} --all" in done.stdout
+    again = repo.run("hint", str(TOY), "--all")
+    assert all(text in again.stdout for text in ("Return a constant.", "'neutral' for nodes.", 'return "torch"'))
+    assert repo.run("hint", str(TOY), "--tier", "2").stdout.count("hint 2 of 3") == 1
+    record = json.loads(repo.progress.read_text())["katas"][TOY_SLUG]
+    assert record["hints_used"] == 3
+    scored = repo.run("kata", str(TOY), "--json")
+    assert json.loads(scored.stdout)["hints_used"] == 3
+
+
+def test_hint_tier_not_yet_shown_is_refused(repo):
+    proc = repo.run("hint", str(TOY), "--tier", "2")
+    assert proc.returncode == 2 and "not shown yet" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+# --- the progress file ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("garbage", ['{"version": 1, "katas": ', "[1, 2]", '{"version": 99, "katas": {}}', "\xff\xfe"])
+def test_corrupt_progress_file_is_kept_aside_and_a_fresh_one_started(repo, garbage):
+    repo.progress.write_bytes(garbage.encode("latin-1"))
+    proc = repo.run("hint", str(TOY))
+    assert proc.returncode == 0 and "hint 1 of 3" in proc.stdout
+    warnings = [line for line in proc.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and ".kata-progress.json" in warnings[0], proc.stderr
+    aside = list(repo.root.glob(".kata-progress.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == garbage.encode("latin-1"), "the old file must be kept"
+    assert json.loads(repo.progress.read_text())["katas"][TOY_SLUG]["hints_used"] == 1
+    quiet = repo.run("hint", str(TOY))
+    assert quiet.stderr == "" and "hint 2 of 3" in quiet.stdout
+
+
+def test_env_vars_move_the_progress_file_and_backups(repo, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    env = {"FX_KATAS_PROGRESS": str(elsewhere / "p.json"), "FX_KATAS_BACKUPS": str(elsewhere / "b")}
+    repo.run("hint", str(TOY), **env)
+    repo.toy_stub.write_text(TOY_SOLUTION)
+    repo.run("reset", str(TOY), **env)
+    assert json.loads((elsewhere / "p.json").read_text())["katas"][TOY_SLUG]["hints_used"] == 1
+    assert len(list((elsewhere / "b" / TOY_SLUG).glob("*-toy.py"))) == 1
+    assert not repo.progress.exists() and not repo.backups.exists()
+
+
+# --- reset and restore ----------------------------------------------------------------------------------------
+
+def test_reset_backs_up_the_attempt_before_restoring_the_committed_stub(repo):
+    repo.git_commit()
+    repo.toy_stub.write_text(TOY_SOLUTION + "# my work\n")
+    proc = repo.run("reset", str(TOY))
+    assert proc.returncode == 0 and "git" in proc.stdout
+    assert repo.toy_stub.read_text() == TOY_STUB
+    (backup,) = (repo.backups / TOY_SLUG).glob("*-toy.py")
+    assert backup.read_text() == TOY_SOLUTION + "# my work\n"
+    assert f"BACKUP={backup.name}" in proc.stdout
+    again = repo.run("reset", str(TOY))
+    assert again.returncode == 0 and "already the pristine stub" in again.stdout
+    assert len(list((repo.backups / TOY_SLUG).iterdir())) == 1, "nothing new to back up"
+
+
+def test_reset_finds_the_untouched_stub_even_after_the_learner_committed_work(repo):
+    repo.git_commit()
+    repo.toy_stub.write_text(TOY_SOLUTION)
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-C", str(repo.root),
+                    "commit", "-qam", "my solution"], check=True)
+    proc = repo.run("reset", str(TOY))
+    assert proc.returncode == 0 and repo.toy_stub.read_text() == TOY_STUB
+
+
+def test_reset_without_git_uses_the_snapshot_or_refuses_and_changes_nothing(repo):
+    repo.toy_stub.write_text(TOY_SOLUTION)
+    refused = repo.run("reset", str(TOY))
+    assert refused.returncode == 2 and "cannot find the pristine" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert repo.toy_stub.read_text() == TOY_SOLUTION and not (repo.backups / TOY_SLUG).exists()
+    repo.toy_stub.write_text(TOY_STUB)
+    repo.run("hint", str(TOY))  # any command that sees the untouched stub snapshots it
+    repo.toy_stub.write_text(TOY_SOLUTION)
+    proc = repo.run("reset", str(TOY))
+    assert proc.returncode == 0 and "snapshot" in proc.stdout and repo.toy_stub.read_text() == TOY_STUB
+
+
+def test_restore_lists_backups_and_puts_one_back_saving_the_current_file(repo):
+    repo.git_commit()
+    empty = repo.run("restore")
+    assert empty.returncode == 0 and "No backups" in empty.stdout
+    repo.toy_stub.write_text(TOY_SOLUTION)
+    repo.run("reset", str(TOY))
+    (saved,) = (repo.backups / TOY_SLUG).iterdir()
+    listing = repo.run("restore")
+    assert saved.name in listing.stdout and "kata 9" in listing.stdout
+    assert saved.name in repo.run("restore", str(TOY)).stdout
+    repo.toy_stub.write_text(TOY_STUB + "# second try\n")
+    put_back = repo.run("restore", str(TOY), saved.name[:15])  # a unique start of the name is enough
+    assert put_back.returncode == 0 and repo.toy_stub.read_text() == TOY_SOLUTION
+    contents = sorted(p.read_text() for p in (repo.backups / TOY_SLUG).iterdir())
+    assert contents == sorted([TOY_SOLUTION, TOY_STUB + "# second try\n"]), "the replaced file was backed up"
+    same = repo.run("restore", str(TOY), "latest")
+    assert same.returncode == 0
+
+
+# --- progress (checker all) -----------------------------------------------------------------------------------
+
+def test_all_shows_every_kata_and_reuses_unchanged_results(repo):
+    repo.git_commit()
+    repo.toy_stub.write_text(TOY_SOLUTION)
+    repo.run("hint", str(TOY))
+    proc = repo.run("all", "--jobs", "2")
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    toy = next(line for line in lines if "Toy kata" in line)
+    assert "pass" in toy and "5/5" in toy and "1 of 3" in toy
+    kata1 = next(line for line in lines if KATA1.title[:30] in line)
+    assert "not started" in kata1
+    assert "█" in proc.stdout and "1 of 2 katas pass" in proc.stdout
+    data = json.loads(repo.run("all", "--json").stdout)
+    by_number = {k["kata"]: k for k in data["katas"]}
+    assert by_number[TOY]["status"] == "pass" and by_number[TOY]["cached"] is True
+    assert by_number[TOY]["hints_used"] == 1 and by_number[1]["status"] == "not_started"
+    assert by_number[1]["max_score"] > 0 and data["passed"] == 1 and data["total"] == 2
+    record = json.loads(repo.progress.read_text())["katas"][TOY_SLUG]
+    assert record["status"] == "pass" and record["score"] == 5 and record["last_run"]
+
+
+# --- diff -----------------------------------------------------------------------------------------------------
+
+def test_diff_shows_a_unified_diff_without_colour_off_a_terminal(repo):
+    repo.toy_stub.write_text(TOY_SOLUTION.replace('"torch"', '"aten"'))
+    proc = repo.run("diff", str(TOY), "--no-graphs")
+    assert proc.returncode == 0
+    assert "--- katas/09_toy/toy.py (your attempt)" in proc.stdout
+    assert '-    return "aten"' in proc.stdout and '+    return "torch"' in proc.stdout
+    assert "\033[" not in proc.stdout
+
+
+def test_diff_without_a_sample_hook_prints_the_diff_only(repo):
+    proc = repo.run("diff", str(TOY))
+    assert proc.returncode == 0 and "has no sample model" in proc.stdout
+
+
+def test_diff_of_kata_1_shows_each_captures_dialect_side_by_side(repo):
+    mutant = REPO_ROOT / "tests" / "mutants" / KATA1.slug / "no_core_tag_check.py"
+    proc = repo.run("diff", "1", "--attempt", str(mutant), "--width", "150")
+    assert proc.returncode == 0
+    rows = [line for line in proc.stdout.splitlines() if " | " in line]
+    assert any("detect_dialect: aten" in r and "detect_dialect: core_aten" in r for r in rows), proc.stdout[-3000:]
+    assert any(line.startswith("symbolic_trace") for line in proc.stdout.splitlines())
+
+
+def test_side_by_side_marks_changed_and_one_sided_lines():
+    text = side_by_side("a\nb\nc", "a\nB\nc\nd", width=80, colour=False)
+    rows = text.splitlines()[1:]
+    assert rows[0].split() == ["a", "a"] and rows[1].split() == ["b", "|", "B"] and rows[3].split() == [">", "d"]
+
+
+def test_looks_pristine_tells_stubs_from_attempts():
+    assert looks_pristine(TOY_STUB.encode()) and looks_pristine(KATA1.stub_path.read_bytes())
+    assert not looks_pristine(TOY_SOLUTION.encode()) and not looks_pristine(b"def f(:\n")
+
+
+# --- watch ----------------------------------------------------------------------------------------------------
+
+def _wait_for(path: Path, text: str, count: int, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.read_text(encoding="utf-8", errors="replace").count(text) >= count:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_watch_reruns_on_save_only_when_the_content_changes_and_stops_cleanly(repo, tmp_path):
+    out = tmp_path / "watch.txt"
+    proc = repo.popen("watch", str(TOY), "--interval", "0.1", "--debounce", "0.2", out=out)
+    try:
+        assert _wait_for(out, "score:", 1), out.read_text()
+        assert "not_started" in out.read_text()
+        repo.toy_stub.write_text(TOY_SOLUTION)
+        assert _wait_for(out, "score:", 2), out.read_text()
+        assert "score: 5/5   status: pass" in out.read_text()
+        os.utime(repo.toy_stub)  # saved again, same content: no new run
+        time.sleep(1.0)
+        assert out.read_text().count("score:") == 2
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+    text = out.read_text()
+    assert "Stopped watching." in text and "Traceback" not in text
+    assert json.loads(repo.progress.read_text())["katas"][TOY_SLUG]["status"] == "pass"
+
+
+# --- grade ----------------------------------------------------------------------------------------------------
+
+def test_grade_survives_hanging_and_crashing_attempts(repo, tmp_path):
+    subs = tmp_path / "submissions"
+    _write(subs / "ana" / TOY_SLUG / "toy.py", TOY_SOLUTION)
+    _write(subs / "ben" / TOY_SLUG / "toy.py", (ATTEMPTS_DIR / "infinite_loop.py").read_text())
+    _write(subs / "cai" / TOY_SLUG / "toy.py", (ATTEMPTS_DIR / "segfault.py").read_text())
+    _write(subs / "dee" / "toy.py", (ATTEMPTS_DIR / "syntax_error.py").read_text())  # flat layout
+    (subs / "eli").mkdir()                                                                # nothing handed in
+    _write(subs / "fay" / TOY_SLUG / "toy.py", TOY_STUB)                                 # untouched stub
+    out = tmp_path / "grades"
+    # the time limit covers the child's start (importing torch): keep it well above that on a busy machine
+    proc = repo.run("grade", str(subs), "--out", str(out), "--gradescope", "--jobs", "2", "--time-limit", "12",
+                    "--kata", str(TOY))
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["learner"]: row for row in csv.DictReader(open(out / "gradebook.csv", encoding="utf-8"))}
+    assert list(rows) == ["ana", "ben", "cai", "dee", "eli", "fay"]
+    status = {name: row[f"{TOY_SLUG} status"] for name, row in rows.items()}
+    assert status == {"ana": "pass", "ben": "timeout", "cai": "error", "dee": "error", "eli": "missing",
+                      "fay": "not_started"}
+    assert rows["ana"][TOY_SLUG] == "5" and rows["ana"]["total"] == "5" and rows["eli"]["max_total"] == "5"
+    ben = json.loads((out / "ben.json").read_text())
+    assert ben["learner"] == "ben" and ben["katas"][0]["status"] == "timeout" and ben["max_score"] == 5
+    assert "SIGSEGV" in json.loads((out / "cai.json").read_text())["katas"][0]["message"]
+    gradescope = json.loads((out / "gradescope" / "ana" / "results.json").read_text())
+    assert gradescope["score"] == 5 and gradescope["max_score"] == 5
+    assert {t["status"] for t in gradescope["tests"]} == {"passed"}
+    assert set(gradescope["tests"][0]) == {"name", "score", "max_score", "output", "status"}
+    missing = json.loads((out / "gradescope" / "eli" / "results.json").read_text())
+    assert missing["score"] == 0 and missing["tests"][0]["status"] == "failed"
+
+
+def test_grade_of_one_submission_folder_writes_results_json_at_the_top(repo, tmp_path):
+    sub = tmp_path / "submission"  # as Gradescope hands it over: the learner's files, here flat
+    _write(sub / "toy.py", TOY_SOLUTION)
+    out = tmp_path / "results"
+    proc = repo.run("grade", str(sub), "--out", str(out), "--gradescope", "--kata", str(TOY), "--quiet")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert json.loads((out / "results.json").read_text())["score"] == 5
+
+
+# --- bad input ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, complaint", [
+    (("hint", "42"), "there is no kata 42"),
+    (("hint", "x"), "invalid int value"),
+    (("reset",), "say which kata to reset"),
+    (("reset", "42"), "there is no kata 42"),
+    (("restore", "9", "no-such-backup"), "has no backups"),
+    (("restore", "no-such-backup"), "kata number first"),
+    (("watch", "42"), "there is no kata 42"),
+    (("diff", "9", "--attempt", "nope.py"), "no such file"),
+    (("grade", "no/such/dir"), "no such directory"),
+    (("grade",), "required"),
+    (("all", "--jobs", "0"), "must be 1 or more"),
+])
+def test_bad_input_is_one_line_and_exit_2(repo, args, complaint):
+    proc = repo.run(*args)
+    assert proc.returncode == 2, proc.stdout
+    assert complaint in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_restore_of_an_unknown_backup_names_it(repo):
+    repo.git_commit()
+    repo.toy_stub.write_text(TOY_SOLUTION)
+    repo.run("reset", str(TOY))
+    proc = repo.run("restore", str(TOY), "20000101-000000-toy.py")
+    assert proc.returncode == 2 and "no backup named '20000101-000000-toy.py'" in proc.stderr
+
+
+def test_make_targets_pass_the_kata_only_when_given():
+    def dry(*args: str) -> str:
+        proc = subprocess.run(["make", "-n", "-s", "-C", str(REPO_ROOT), *args], capture_output=True, text=True)
+        return proc.stdout.strip().splitlines()[-1]
+
+    assert dry("restore").endswith("-m checker restore")
+    assert dry("restore", "N=3", "BACKUP=b.py").endswith("-m checker restore 3 b.py")
+    assert dry("reset").endswith("-m checker reset")
+    assert dry("hint", "N=2").endswith("-m checker hint 2")
+    assert dry("progress").endswith("-m checker all")
+    assert dry("diff", "N=2").endswith("-m checker diff 2")
+    assert dry("watch", "N=2").endswith("-m checker watch 2")
