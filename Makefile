@@ -58,7 +58,7 @@ bench: $(STAMP)
 	@$(PY) tests/bench.py $(ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest -n auto -q $(ARGS)
+	$(PY) -m pytest -n auto --dist worksteal -q $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

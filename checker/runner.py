@@ -73,6 +73,8 @@ def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     env["PYTHONWARNINGS"] = "ignore"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # never leave __pycache__ beside a learner's file
+    # Kata models are tiny: one intra-op thread is as fast, and parallel checkers do not oversubscribe the cores.
+    env.setdefault("OMP_NUM_THREADS", "1")
     env.update(extra or {})
     return env
 

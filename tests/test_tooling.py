@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from checker.backups import looks_pristine
-from checker.diffing import side_by_side
+from checker.diffing import run_sample, side_by_side
 from checker.hints import parse_hints
 from checker.manifest import REPO_ROOT, get_kata
 from conftest import ATTEMPTS_DIR
@@ -325,6 +325,27 @@ def test_diff_of_kata_1_shows_each_captures_dialect_side_by_side(repo):
     rows = [line for line in proc.stdout.splitlines() if " | " in line]
     assert any("detect_dialect: aten" in r and "detect_dialect: core_aten" in r for r in rows), proc.stdout[-3000:]
     assert any(line.startswith("symbolic_trace") for line in proc.stdout.splitlines())
+
+
+def test_diff_sample_of_kata_2_lists_each_finders_breaks_and_counts_each_fixs_graphs():
+    mutant = REPO_ROOT / "tests" / "mutants" / "02_graph_breaks" / "fix_keeps_item.py"
+    sample = run_sample(get_kata(2), mutant)
+    assert isinstance(sample, tuple), sample
+    mine, theirs = sample
+    for side in (mine, theirs):
+        assert "suspects.py:28  Failed to trace builtin operator" in side and "left as found: yes" in side, side
+    assert "scale_by_peak: 2 graphs" in mine and "scale_by_peak: 1 graph," in theirs
+
+
+def test_diff_sample_of_kata_3_shows_the_single_user_guard_in_both_dialects():
+    mutant = REPO_ROOT / "tests" / "mutants" / "03_fusion_guard" / "no_guard_rewires_all_readers.py"
+    sample = run_sample(get_kata(3), mutant)
+    assert isinstance(sample, tuple), sample
+    mine, theirs = sample
+    for dialect in ("MODULE", "CORE_ATEN"):
+        assert f"{dialect} (" in mine and f"{dialect} (" in theirs
+    assert mine.count("returned 2") == 2 and mine.count("matches eager: NO") == 2, mine
+    assert theirs.count("returned 1") == 2 and "NO" not in theirs and theirs.count("kernel ran 1x") == 2, theirs
 
 
 def test_side_by_side_marks_changed_and_one_sided_lines():

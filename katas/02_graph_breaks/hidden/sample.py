@@ -1,0 +1,125 @@
+"""`make diff N=2`'s sample: each side's finder on the two given suspects that break twice, then each side's
+fixes compiled with plain torch.compile and a backend that counts the graphs it receives.
+
+The suspects (chatty_mlp: two prints; standardize: a log call and a warning) come from the read-only
+suspects.py, so both columns hunt the same code. Each column shows the (file:line, reason) list its finder
+returns (and whether a second call right after returns the same: it must reset Dynamo), whether it left the
+graph-break loggers as it found them, and for every `fixed_<suspect>`: how many graphs it compiles into (one
+is the goal), how many ops they hold (one opaque call hides the ops), and whether it returns what the suspect
+does.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+import torch._dynamo
+
+from checker.child import load_module
+from checker.samples import guarded
+
+SUSPECTS = load_module(Path(__file__).resolve().parent.parent / "suspects.py", "suspects")  # as checks.py names it
+HUNTED = ("chatty_mlp", "standardize")  # two breaks each
+CAPTURE_DEFAULTS = {"capture_scalar_outputs": False, "capture_dynamic_output_shape_ops": False}
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Swallow what the code inside writes: suspects print, and torch's log handlers write to file
+    descriptor 2 directly, past any sys.stderr redirection."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as sink, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                yield
+        finally:
+            for stream in (sys.__stdout__, sys.__stderr__):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def _logger_state() -> dict:
+    names = [n for n in list(logging.root.manager.loggerDict) if n.endswith(".__graph_breaks")]
+    return {n: (logging.getLogger(n).isEnabledFor(logging.DEBUG), tuple(logging.getLogger(n).handlers)) for n in names}
+
+
+def _breaks(module, name: str) -> list[str]:
+    with _quiet():
+        found = module.find_graph_breaks(getattr(SUSPECTS, name), *SUSPECTS.example_inputs(name))
+    if not isinstance(found, list):
+        return [f"  returned {type(found).__name__}, not a list"]
+    lines = [f"  {Path(str(getattr(b, 'filename', '?'))).name}:{getattr(b, 'lineno', '?')}  "
+             f"{str(getattr(b, 'reason', '?'))[:70]}" for b in found]
+    return lines or ["  [] (no breaks)"]
+
+
+class _CountGraphs:
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+
+def _fix(module, name: str) -> str:
+    fixed = getattr(module, f"fixed_{name}", None)
+    if not callable(fixed):
+        return f"no fixed_{name}"
+    args = SUSPECTS.example_inputs(name)
+    with _quiet():
+        want = getattr(SUSPECTS, name)(*args)
+        torch._dynamo.reset()
+        counter = _CountGraphs()
+        with torch._dynamo.config.patch(**CAPTURE_DEFAULTS):
+            got = torch.compile(fixed, backend=counter)(*(a.clone() for a in args))
+    ops = sum(1 for gm in counter.graphs for n in gm.graph.nodes if n.op.startswith("call_"))
+    try:
+        torch.testing.assert_close(got, want, equal_nan=True)
+        same = "yes"
+    except Exception:  # noqa: BLE001 - wrong type, shape, dtype or numbers: all a "no"
+        same = "NO"
+    graphs = len(counter.graphs)
+    return f"{graphs} graph{'' if graphs == 1 else 's'}, {ops} ops, matches suspect: {same}"
+
+
+def _side(module) -> str:
+    before = _logger_state()
+    lines = []
+    for name in HUNTED:
+        lines += [f"find_graph_breaks({name}):"]
+        text = guarded(lambda: "\n".join(_breaks(module, name)))
+        lines += text.splitlines() if text.startswith("  ") else [f"  {text}"]
+    if text.startswith("  "):  # the finder ran: call it again, with nothing new to trace unless it resets
+        again = guarded(lambda: "\n".join(_breaks(module, HUNTED[-1])))
+        same = again == text
+        lines += [f"the same call again: {'the same list' if same else 'a different list:'}"]
+        lines += [] if same else again.splitlines() if again.startswith("  ") else [f"  {again}"]
+    lines += [f"graph-break logging left as found: {'yes' if _logger_state() == before else 'NO'}", "",
+              "torch.compile(fixed_<suspect>), counting graphs:"]
+    lines += [f"  {name}: {guarded(_fix, module, name)}" for name in SUSPECTS.SUSPECTS]
+    torch._dynamo.reset()
+    return "\n".join(lines)
+
+
+def sample_graphs(attempt, reference) -> tuple[str, str]:
+    theirs = _side(reference)  # the reference first: an attempt may leave loggers or Dynamo state behind
+    mine = guarded(_side, attempt)
+    return mine, theirs
