@@ -12,11 +12,13 @@ import io
 import json
 import os
 import sys
+import time
 import traceback
 import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import ModuleType
+from typing import Iterable
 
 from checker.kit import CheckSpec, Context, env_profile
 
@@ -76,10 +78,22 @@ def classify_exception(exc: BaseException, attempt_path: Path) -> tuple[str, str
     return "error", f"{type(exc).__name__}: {first_line}"
 
 
-def run_checks(specs: list[CheckSpec], ctx: Context, events: _Events, attempt_path: Path) -> None:
+def _claimed(specs: list[CheckSpec], claims: Path):
+    """Yield the specs no other shard has claimed yet, claiming each (an exclusive file create) just before
+    it runs, so the shards split the work by how long it really takes."""
+    for spec in specs:
+        try:
+            os.close(os.open(claims / spec.id, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        yield spec
+
+
+def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attempt_path: Path) -> None:
     for spec in specs:
         events.emit(event="start", id=spec.id)
         ctx.fuzz_runs.clear()
+        started = time.monotonic()
         captured = io.StringIO()
         try:
             with redirect_stdout(captured), redirect_stderr(captured), warnings.catch_warnings():
@@ -95,6 +109,7 @@ def run_checks(specs: list[CheckSpec], ctx: Context, events: _Events, attempt_pa
         events.emit(
             event="result", id=spec.id, status=status, message=message, detail=detail,
             output=captured.getvalue()[-MAX_OUTPUT_CHARS:], fuzz=list(ctx.fuzz_runs),
+            seconds=round(time.monotonic() - started, 3),
         )
 
 
@@ -106,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--module-name", required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--only", default="")
+    parser.add_argument("--shard", default="0/1", help="INDEX/COUNT: run every COUNT-th check from INDEX")
     args = parser.parse_args(argv)
 
     events = _Events(os.environ.pop("FX_KATAS_RESULTS"), os.environ.pop("FX_KATAS_TOKEN"))
@@ -119,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     only = {c for c in args.only.split(",") if c}
     specs = [s for s in checks_module.CHECKS.specs if not only or s.id in only]
     events.emit(event="plan", checks=[(s.id, s.stage, s.name, s.weight) for s in specs])
+    index, count = (int(part) for part in args.shard.split("/"))
+    claims = os.environ.pop("FX_KATAS_CLAIMS", "")
     try:
         with redirect_stdout(io.StringIO()):
             attempt = load_module(attempt_path, args.module_name)
@@ -132,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     # backend name, say) meets a fresh process, as it would on the learner's own machine.
     reference = load_module(args.reference, f"reference_{args.module_name}")
     ctx = Context(attempt=attempt, reference=reference, seed=args.seed, profile=env_profile())
+    if count > 1:  # shards share the checks: odd shards walk the list backwards, each claims a check before running it
+        specs = _claimed(specs[::-1] if index % 2 else specs, Path(claims))
     run_checks(specs, ctx, events, attempt_path)
     events.emit(event="done")
     return 0

@@ -13,7 +13,7 @@ from checker.kit import DEFAULT_SEED, FUZZ_PROFILES
 from checker.manifest import ManifestError, get_kata, load_katas
 from checker.report import display_path, render_text, use_colour
 from checker.progress import fingerprint, hints_used, record_result
-from checker.runner import run_kata, torch_version_problem
+from checker.runner import interactive_shards, run_kata, torch_version_problem
 
 
 class UsageError(Exception):
@@ -139,7 +139,7 @@ def cmd_kata(args: argparse.Namespace) -> int:
     if own_file:
         remember_pristine(kata)
     result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
-                      profile=args.profile)
+                      profile=args.profile, shards=interactive_shards())
     if args.check and not result.checks:
         known = "see the check ids with --json"
         raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} ({known})")
@@ -229,7 +229,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if own_file:
             remember_pristine(kata)
         result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
-                          profile=args.profile)
+                          profile=args.profile, shards=interactive_shards())
         if args.check and not result.checks:
             return f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)"
         if own_file and not args.check:

@@ -36,6 +36,7 @@ class CheckResult:
     detail: str = ""
     output: str = ""
     fuzz: list = field(default_factory=list)  # Hypothesis runs: [{"examples", "seconds"}], for `make bench`
+    seconds: float = 0.0
 
 
 @dataclass
@@ -54,17 +55,14 @@ class KataResult:
     output: str = ""
     seed: int = DEFAULT_SEED
     schema_version: int = RESULTS_SCHEMA_VERSION
-    extra: dict = field(default_factory=dict)
 
     def to_json(self, verbose: bool = False) -> dict:
         data = asdict(self)
-        keep = {"id", "stage", "name", "status", "weight", "message"} | ({"detail", "output", "fuzz"} if verbose else set())
+        keep = {"id", "stage", "name", "status", "weight", "message"} | ({"detail", "output", "fuzz", "seconds"} if verbose else set())
         data["checks"] = [{k: v for k, v in c.items() if k in keep} for c in data["checks"]]
         if not verbose:
             data.pop("detail")
             data.pop("output")
-        if not data["extra"]:
-            data.pop("extra")
         return data
 
 
@@ -113,6 +111,64 @@ def _describe_exit(returncode: int) -> str:
     return f"the process running your code exited with code {returncode} before the checks finished (sys.exit or os._exit?)"
 
 
+@dataclass
+class _Shard:
+    """One child process running its share of the checks (shards claim checks one by one; see child.py)."""
+
+    proc: subprocess.Popen
+    events_path: Path
+    output_path: Path
+    timed_out: bool = False
+    events: list = field(default_factory=list)
+    output: str = ""
+    running: str | None = None  # the check it was running when it stopped, if it stopped early
+
+    @property
+    def finished(self) -> bool:
+        return any(e.get("event") == "done" for e in self.events)
+
+
+def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed: int, only: tuple[str, ...],
+           profile: str | None, token: str) -> _Shard:
+    events_path, output_path = tmp / f"events-{index}.jsonl", tmp / f"output-{index}.txt"
+    events_path.touch()
+    env = _child_env({"FX_KATAS_RESULTS": str(events_path), "FX_KATAS_TOKEN": token,
+                      "FX_KATAS_CLAIMS": str(tmp / "claims")})
+    if profile:
+        env["FX_KATAS_PROFILE"] = profile
+    cmd = [
+        sys.executable, "-m", "checker.child", "--checks", str(kata.checks_path), "--attempt", str(attempt),
+        "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem,
+        "--seed", str(seed), "--only", ",".join(only), "--shard", f"{index}/{count}",
+    ]
+    with open(output_path, "wb") as output:
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    _RUNNING.add(proc)
+    return _Shard(proc, events_path, output_path)
+
+
+def _wait_all(shards: list[_Shard], limit: float) -> None:
+    """Wait for every shard until one shared deadline; kill each group in any case (Ctrl-C included)."""
+    deadline = time.monotonic() + limit
+    try:
+        for shard in shards:
+            try:
+                shard.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                shard.timed_out = True
+    finally:  # the children run in their own sessions, so nothing else would stop them
+        for shard in shards:
+            _kill_group(shard.proc)
+            _RUNNING.discard(shard.proc)
+
+
+def interactive_shards() -> int:
+    """How many processes one interactive `checker kata` run splits its checks over: the cores, at most two
+    (past two, the extra torch start-up outweighs the gain on these check suites)."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 def run_kata(
     kata: Kata,
     attempt: Path,
@@ -121,8 +177,14 @@ def run_kata(
     only: tuple[str, ...] = (),
     time_limit: float | None = None,
     profile: str | None = None,
+    shards: int = 1,
 ) -> KataResult:
-    """Score `attempt` (a file with the kata module's API) against the kata's hidden checks."""
+    """Score `attempt` (a file with the kata module's API) against the kata's hidden checks.
+
+    With `shards` > 1 the checks are split over that many child processes running at once (each imports
+    torch and the attempt itself): a single interactive run then uses every core. Verdicts do not depend on
+    the split. Callers that already run katas in parallel keep the default of one.
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -133,43 +195,32 @@ def run_kata(
     started = time.monotonic()
     token = secrets.token_hex(16)
     limit = time_limit or kata.time_limit
+    count = max(1, shards if len(only) != 1 else 1)
     with tempfile.TemporaryDirectory(prefix="fx-katas-") as tmp:
-        events_path, output_path = Path(tmp) / "events.jsonl", Path(tmp) / "output.txt"
-        events_path.touch()
-        env = _child_env({"FX_KATAS_RESULTS": str(events_path), "FX_KATAS_TOKEN": token})
-        if profile:
-            env["FX_KATAS_PROFILE"] = profile
-        cmd = [
-            sys.executable, "-m", "checker.child", "--checks", str(kata.checks_path), "--attempt", str(attempt),
-            "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem,
-            "--seed", str(seed), "--only", ",".join(only),
-        ]
-        with open(output_path, "wb") as output:
-            proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-            _RUNNING.add(proc)
-            timed_out = False
-            try:
-                proc.wait(timeout=limit)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:  # also on Ctrl-C: the child runs in its own session, so nothing else would stop it
-                _kill_group(proc)
-                _RUNNING.discard(proc)
-        events = _read_events(events_path, token)
-        child_output = output_path.read_text(encoding="utf-8", errors="replace")[-4000:]
+        (Path(tmp) / "claims").mkdir()
+        children = []
+        try:
+            for index in range(count):
+                children.append(_spawn(kata, attempt, Path(tmp), index, count, seed=seed, only=only,
+                                       profile=profile, token=token))
+        finally:
+            _wait_all(children, limit)
+        for shard in children:
+            shard.events = _read_events(shard.events_path, token)
+            shard.output = shard.output_path.read_text(encoding="utf-8", errors="replace")[-4000:]
     duration = time.monotonic() - started
-    results = _planned_checks(kata, events)
+    results = _planned_checks(kata, children[0].events)
     result = KataResult(kata.number, kata.title, "fail", 0, sum(r.weight for r in results.values()),
                         list(results.values()), str(attempt), torch_version, round(duration, 2),
-                        output=child_output, seed=seed)
-    _apply_events(result, results, events)
-    _settle_status(result, events, timed_out, proc.returncode, limit)
+                        output="".join(shard.output for shard in children)[-4000:], seed=seed)
+    for shard in children:
+        _apply_events(result, results, shard)
+    _settle_status(result, children, limit)
     return result
 
 
 def _planned_checks(kata: Kata, events: list[dict]) -> dict[str, CheckResult]:
-    """The checks the child announced it would run, all `not_run` until a result event arrives."""
+    """Every check the child announced, in kata order, all `not_run` until a result event arrives."""
     plan = next((e["checks"] for e in events if e.get("event") == "plan"), [])
     unknown = {stage for _, stage, _, _ in plan} - set(kata.stages)
     if unknown:
@@ -177,9 +228,9 @@ def _planned_checks(kata: Kata, events: list[dict]) -> dict[str, CheckResult]:
     return {sid: CheckResult(sid, stage, name, "not_run", weight) for sid, stage, name, weight in plan}
 
 
-def _apply_events(result: KataResult, results: dict[str, CheckResult], events: list[dict]) -> None:
+def _apply_events(result: KataResult, results: dict[str, CheckResult], shard: _Shard) -> None:
     running = None
-    for event in events:
+    for event in shard.events:
         kind = event.get("event")
         if kind == "start":
             running = results.get(event["id"])
@@ -187,36 +238,39 @@ def _apply_events(result: KataResult, results: dict[str, CheckResult], events: l
             check = results[event["id"]]
             check.status, check.message = event["status"], event["message"]
             check.detail, check.output = event.get("detail", ""), event.get("output", "")
-            check.fuzz = event.get("fuzz", [])
+            check.fuzz, check.seconds = event.get("fuzz", []), event.get("seconds", 0.0)
             running = None
-        elif kind == "import_error":
+        elif kind == "import_error" and not result.message:
             line = f":{event['line']}" if event.get("line") else ""
             result.message = f"{event['file']}{line}: {event['message']}"
             result.detail = event.get("detail", "")
-    result.extra["running"] = running.id if running else None
+    shard.running = running.id if running else None
 
 
-def _settle_status(result: KataResult, events: list[dict], timed_out: bool, returncode: int, limit: float) -> None:
-    running_id = result.extra.pop("running")
-    running = next((c for c in result.checks if c.id == running_id), None)
-    finished = any(e.get("event") == "done" for e in events)
+def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> None:
+    by_id = {c.id: c for c in result.checks}
     result.score = sum(c.weight for c in result.checks if c.status == "pass")
+    timed_out = [s for s in shards if s.timed_out and not s.finished]
+    crashed = [s for s in shards if not s.finished and not s.timed_out]
     if result.message:  # import error
         result.status = "error"
-    elif timed_out and not finished:
+    elif timed_out:
         result.status = "timeout"
-        where = f" while running check '{running.name}'" if running else ""
+        running = [by_id[s.running] for s in timed_out if s.running in by_id]
+        where = f" while running check '{running[0].name}'" if running else ""
         result.message = f"the checks did not finish within {limit:g} s{where}: look for an infinite loop or a very slow step"
-        if running:
-            running.status, running.message = "timeout", f"still running after the {limit:g} s time limit"
-    elif not finished:
+        for check in running:
+            check.status, check.message = "timeout", f"still running after the {limit:g} s time limit"
+    elif crashed:
         result.status = "error"
+        shard = crashed[0]
+        running = by_id.get(shard.running)
         where = f" during check '{running.name}'" if running else ""
-        result.message = _describe_exit(returncode) + where
+        result.message = _describe_exit(shard.proc.returncode) + where
         if running:
             running.status, running.message = "error", result.message
-        if not events:
-            result.message += f"\n{result.output.strip()[-1500:]}"
+        if not shard.events:
+            result.message += f"\n{shard.output.strip()[-1500:]}"
     elif not result.checks:
         result.status = "error"
         result.message = "the kata's checks did not load:\n" + result.output.strip()[-1500:]

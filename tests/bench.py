@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -55,6 +57,24 @@ def measure_kata(number: int) -> tuple[float, str, list[tuple[str, int, float]]]
     return seconds, data["status"], fuzz
 
 
+def measure_all_solved() -> tuple[float, str]:
+    """`python -m checker all --fresh` in a throwaway copy of the repo whose stubs hold the reference solutions:
+    the slowest `make progress` a learner can meet (pristine stubs are recognised without running anything)."""
+    with tempfile.TemporaryDirectory(prefix="fx-katas-bench-") as tmp:
+        copy = Path(tmp) / "repo"
+        shutil.copytree(REPO_ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".kata-*"))
+        for kata in load_katas():
+            shutil.copyfile(kata.solution_path, copy / kata.stub_path.relative_to(REPO_ROOT))
+        env = {**os.environ, "PYTHONPATH": str(copy), "FX_KATAS_PROGRESS": str(Path(tmp) / "progress.json"),
+               "FX_KATAS_BACKUPS": str(Path(tmp) / "backups"), "NO_COLOR": "1"}
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "checker", "all", "--fresh"], cwd=copy, env=env,
+                              capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+    summary = next((line.strip() for line in proc.stdout.splitlines() if "katas pass" in line), proc.stderr.strip()[-200:])
+    return seconds, summary
+
+
 def verdict(ok: bool) -> str:
     return "ok" if ok else "OVER"
 
@@ -79,9 +99,9 @@ def main() -> int:
         rate = examples / seconds if seconds else float("inf")
         print(f"{slug + '/' + check_id:<52} {examples:>8} {seconds:>8.2f} {rate:>10.1f}")
 
-    seconds, proc = timed([sys.executable, "-m", "checker", "all"])
-    note = "" if proc.returncode in (0, 1) else f"  (exit {proc.returncode}: {proc.stderr.strip()[-200:]})"
-    print(f"\npython -m checker all: {seconds:.1f} s (target < {ALL_TARGET_S:.0f} s: {verdict(seconds < ALL_TARGET_S)}){note}")
+    seconds, status = measure_all_solved()
+    print(f"\npython -m checker all --fresh, every kata solved: {seconds:.1f} s "
+          f"(target < {ALL_TARGET_S:.0f} s: {verdict(seconds < ALL_TARGET_S)}); {status}")
     if not args.no_make_test:
         seconds, proc = timed(["make", "test"])
         status = "passed" if proc.returncode == 0 else f"FAILED (exit {proc.returncode})"

@@ -115,3 +115,16 @@ def test_wrong_torch_version_is_refused_unless_overridden(tmp_path):
             "print(torch_version_problem())" % str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert "torch 9.9.9 is installed" in proc.stdout and "--any-torch" in proc.stdout
+
+
+def test_two_shards_run_every_check_once_in_kata_order():
+    checks = ("call_module_node_is_module", "getitem_is_neutral", "graph_without_ops_is_torch")
+    one = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=checks)
+    two = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=checks, shards=2)
+    assert [(c.id, c.status, c.message) for c in two.checks] == [(c.id, c.status, c.message) for c in one.checks]
+    assert [c.id for c in two.checks] == list(checks) and two.status == "fail"
+
+
+def test_a_crash_in_one_shard_is_an_error_for_the_attempt():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "segfault.py", only=ONE_CHECK + ("graph_without_ops_is_torch",), shards=2)
+    assert result.status == "error" and "SIGSEGV" in result.message
