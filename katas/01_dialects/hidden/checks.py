@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from checker.kit import Checks, Context, CheckFailed, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES
+from katas.common.describe import target_name
 from katas.common.models import build_mlp
 from katas.common.strategies import mlp_specs
 from katas.common.zoo import ZOO
@@ -27,18 +28,8 @@ def value(dialect) -> str | None:
     return None if dialect is None else str(getattr(dialect, "value", dialect))
 
 
-def target_text(node: torch.fx.Node) -> str:
-    target = node.target
-    if isinstance(target, str):
-        return target
-    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return str(target)
-    module = getattr(target, "__module__", None) or ""
-    return f"{module}.{getattr(target, '__name__', target)}".lstrip(".")
-
-
 def node_text(node: torch.fx.Node) -> str:
-    return f"{node.name} ({node.op} {target_text(node)})"
+    return f"{node.name} ({node.op} {target_name(node.target)})"
 
 
 def graph_summary(gm: torch.fx.GraphModule, limit: int = 8) -> str:

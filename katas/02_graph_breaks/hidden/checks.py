@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import io
 import logging
-import os
 import re
-import sys
-import tempfile
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +21,7 @@ import torch._dynamo
 from hypothesis import strategies as st
 
 from checker.child import load_module
+from katas.common.quiet import quiet
 from checker.kit import Checks, CheckFailed, expect, fuzz
 from katas.common.strategies import float_tensors
 
@@ -79,30 +76,6 @@ def enclosing_def(lineno: int) -> str | None:
 
 
 # --- running attempt code quietly ------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def quiet():
-    """Swallow everything the code inside writes: suspects print, and torch's log handlers write to the
-    process's stderr (file descriptor 2), past any sys.stderr redirection."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with tempfile.TemporaryFile() as sink:
-        try:
-            os.dup2(sink.fileno(), 1)
-            os.dup2(sink.fileno(), 2)
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                yield
-        finally:
-            for stream in (sys.__stdout__, sys.__stderr__):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
-
 
 def call_text(name: str, args: tuple) -> str:
     shown = ", ".join(type(a).__name__ if isinstance(a, torch.nn.Module) else "tensor" for a in args)

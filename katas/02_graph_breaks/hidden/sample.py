@@ -10,13 +10,7 @@ does.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
-import os
-import sys
-import tempfile
-import warnings
 from pathlib import Path
 
 import torch
@@ -24,35 +18,11 @@ import torch._dynamo
 
 from checker.child import load_module
 from checker.samples import guarded
+from katas.common.quiet import quiet
 
 SUSPECTS = load_module(Path(__file__).resolve().parent.parent / "suspects.py", "suspects")  # as checks.py names it
 HUNTED = ("chatty_mlp", "standardize")  # two breaks each
 CAPTURE_DEFAULTS = {"capture_scalar_outputs": False, "capture_dynamic_output_shape_ops": False}
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Swallow what the code inside writes: suspects print, and torch's log handlers write to file
-    descriptor 2 directly, past any sys.stderr redirection."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with tempfile.TemporaryFile() as sink, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            os.dup2(sink.fileno(), 1)
-            os.dup2(sink.fileno(), 2)
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                yield
-        finally:
-            for stream in (sys.__stdout__, sys.__stderr__):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
 
 
 def _logger_state() -> dict:
@@ -61,7 +31,7 @@ def _logger_state() -> dict:
 
 
 def _breaks(module, name: str) -> list[str]:
-    with _quiet():
+    with quiet():
         found = module.find_graph_breaks(getattr(SUSPECTS, name), *SUSPECTS.example_inputs(name))
     if not isinstance(found, list):
         return [f"  returned {type(found).__name__}, not a list"]
@@ -84,7 +54,7 @@ def _fix(module, name: str) -> str:
     if not callable(fixed):
         return f"no fixed_{name}"
     args = SUSPECTS.example_inputs(name)
-    with _quiet():
+    with quiet():
         want = getattr(SUSPECTS, name)(*args)
         torch._dynamo.reset()
         counter = _CountGraphs()

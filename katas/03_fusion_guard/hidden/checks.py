@@ -25,6 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
+from katas.common.describe import module_type_name, target_name
 from checker.kit import Checks, CheckFailed, expect, fuzz
 from katas.common import capture, describe
 from katas.common.models import LayerSpec, MLPSpec, build_mlp
@@ -73,14 +74,8 @@ def submodule(gm: torch.fx.GraphModule, node: torch.fx.Node) -> nn.Module | None
 
 def short_target(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
     if node.op == "call_module":
-        return f"{node.target} ({type(submodule(gm, node)).__name__})"
-    target = node.target
-    if isinstance(target, str):
-        return target
-    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return str(target)
-    module = getattr(target, "__module__", None) or ""
-    return f"{module}.{getattr(target, '__name__', target)}".lstrip(".")
+        return f"{node.target} ({module_type_name(gm, node)})"
+    return target_name(node.target)
 
 
 def kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str | None:

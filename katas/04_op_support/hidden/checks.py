@@ -19,6 +19,8 @@ import torch.nn as nn
 from hypothesis import strategies as st
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
+from katas.common.capture import CAPTURE_DIALECT
+from katas.common.describe import target_name
 from checker.kit import CheckFailed, Checks, Context, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec, build_mlp
@@ -29,15 +31,7 @@ from katas.common.zoo import ZOO
 CHECKS = Checks()
 
 COMPUTE_OPS = ("call_module", "call_function", "call_method")
-DIALECT_OF = {
-    "symbolic_trace": "module",
-    "dynamo": "torch",
-    "make_fx_pre_dispatch": "aten",
-    "export": "aten",
-    "make_fx": "aten",
-    "aot_autograd": "aten",
-    "export_core": "core_aten",
-}
+DIALECT_OF = CAPTURE_DIALECT
 ATEN_CAPTURES = ("make_fx_pre_dispatch", "export", "make_fx", "aot_autograd")
 ALL_ACTIVATIONS = NPU_FRIENDLY_ACTIVATIONS + CPU_ONLY_ACTIVATIONS
 
@@ -49,13 +43,9 @@ def target_text(node: torch.fx.Node, submodules: Mapping[str, nn.Module]) -> str
     if node.op == "call_module":
         module = submodules.get(target)
         return f"{target}, an nn.{type(module).__name__}" if module is not None else str(target)
-    if isinstance(target, str):
-        return target
-    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return str(target)
-    module = getattr(target, "__module__", None) or ""
-    module = {"_operator": "operator", __name__: "users_code"}.get(module, module)
-    return f"{module}.{getattr(target, '__name__', target)}".lstrip(".")
+    if getattr(target, "__module__", None) == __name__:  # a function defined in these checks plays a user's own
+        return f"users_code.{target.__name__}"
+    return target_name(target)
 
 
 def node_text(node: torch.fx.Node, submodules: Mapping[str, nn.Module]) -> str:
