@@ -2,6 +2,10 @@
 
 Kata folders are not packages (their names start with digits), so they cannot be imported with `import`.
 This loads `katas/<slug>/<module>` — the file you edited for that kata — as a module of its own.
+
+The folder of katas is the one the calling file sits in: a mentor grading `submissions/alice/05_npu_backend/
+backend.py` gets alice's `submissions/alice/03_fusion_guard/fusion.py`. Where the caller has no such sibling
+(an attempt scored from elsewhere with --attempt), the repository's own `katas/` folder is used.
 """
 from __future__ import annotations
 
@@ -13,9 +17,17 @@ from types import ModuleType
 KATAS_DIR = Path(__file__).resolve().parent.parent
 
 
+def _katas_folder_of_caller(depth: int) -> Path | None:
+    caller = sys._getframe(depth).f_globals.get("__file__")
+    return Path(caller).resolve().parent.parent if caller else None
+
+
 def your_kata(slug: str, module: str) -> ModuleType:
-    """Your module `katas/<slug>/<module>` (e.g. "03_fusion_guard", "fusion.py"), freshly imported."""
-    path = KATAS_DIR / slug / module
+    """Your module `<katas folder>/<slug>/<module>` (e.g. "03_fusion_guard", "fusion.py"), freshly imported."""
+    sibling_folder = _katas_folder_of_caller(2)
+    path = sibling_folder / slug / module if sibling_folder else None
+    if path is None or not path.is_file():
+        path = KATAS_DIR / slug / module
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: is {slug!r} the name of a kata folder?")
     name = f"your_kata_{slug}"
