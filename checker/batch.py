@@ -19,7 +19,7 @@ from checker.backups import BackupError, pristine_stub
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 from checker.probe import MARKER
-from checker.runner import CheckResult, KataResult, _child_env, run_kata, run_many
+from checker.runner import CheckResult, KataResult, _child_env, installed_torch_version, run_kata, run_many
 
 PROBE_TIME_LIMIT = 180.0
 
@@ -50,12 +50,7 @@ def probe_plans(katas: list[Kata]) -> dict[str, list | str]:
 def placeholder_result(kata: Kata, attempt: Path | None, status: str, plan: list | str, message: str,
                        seed: int = DEFAULT_SEED) -> KataResult:
     """A result for an attempt that was not run (missing file, untouched stub) or whose run broke the checker."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        torch_version = version("torch")
-    except PackageNotFoundError:
-        torch_version = "not installed"
+    torch_version = installed_torch_version() or "not installed"
     check_status = {"not_started": "not_implemented"}.get(status, "not_run")
     checks = [CheckResult(sid, stage, name, check_status, weight) for sid, stage, name, weight in plan] \
         if isinstance(plan, list) else []

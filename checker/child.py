@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--module-name", required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--only", default="")
-    parser.add_argument("--shard", default="0/1", help="INDEX/COUNT: run every COUNT-th check from INDEX")
+    parser.add_argument("--shard", default="0/1", help="INDEX/COUNT: with COUNT > 1, share the checks with the other shards")
     args = parser.parse_args(argv)
 
     events = _Events(os.environ.pop("FX_KATAS_RESULTS"), os.environ.pop("FX_KATAS_TOKEN"))

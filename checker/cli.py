@@ -128,6 +128,21 @@ def _is_stub(kata, attempt: Path) -> bool:
         return False
 
 
+def _score(kata, attempt: Path, args: argparse.Namespace):
+    """One interactive run of `attempt`, recorded in the progress file when it is the learner's own file and
+    every check ran. UsageError when --check names no check of the kata."""
+    own_file = _is_stub(kata, attempt)
+    if own_file:
+        remember_pristine(kata)
+    result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
+                      profile=args.profile, shards=interactive_shards())
+    if args.check and not result.checks:
+        raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)")
+    if own_file and not args.check:
+        record_result(kata, result, fingerprint(kata, attempt, args.seed, args.profile), args.profile)
+    return result
+
+
 def cmd_kata(args: argparse.Namespace) -> int:
     kata = get_kata(args.number)
     attempt = kata.solution_path if args.solution else (args.attempt or kata.stub_path)
@@ -135,16 +150,7 @@ def cmd_kata(args: argparse.Namespace) -> int:
         raise UsageError(f"{attempt}: no such file")
     if attempt.suffix != ".py":
         raise UsageError(f"{attempt}: an attempt is a Python file ending in .py")
-    own_file = _is_stub(kata, attempt)
-    if own_file:
-        remember_pristine(kata)
-    result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
-                      profile=args.profile, shards=interactive_shards())
-    if args.check and not result.checks:
-        known = "see the check ids with --json"
-        raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} ({known})")
-    if own_file and not args.check:
-        record_result(kata, result, fingerprint(kata, attempt, args.seed, args.profile), args.profile)
+    result = _score(kata, attempt, args)
     if args.json:
         data = result.to_json(verbose=args.verbose)
         data["hints_used"] = hints_used(kata)
@@ -222,18 +228,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise UsageError(f"{attempt}: an attempt is a Python file ending in .py")
     if not attempt.parent.is_dir():
         raise UsageError(f"{attempt}: no such file")
-    own_file = _is_stub(kata, attempt)
     colour = use_colour()
 
     def run_once() -> str:
-        if own_file:
-            remember_pristine(kata)
-        result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
-                          profile=args.profile, shards=interactive_shards())
-        if args.check and not result.checks:
-            return f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)"
-        if own_file and not args.check:
-            record_result(kata, result, fingerprint(kata, attempt, args.seed, args.profile), args.profile)
+        try:
+            result = _score(kata, attempt, args)
+        except UsageError as exc:
+            return str(exc)
         return render_text(kata, result, verbose=args.verbose, colour=colour)
 
     return watch(attempt, run_once, interval=args.interval, debounce=args.debounce)

@@ -166,14 +166,11 @@ def _digest(h: "hashlib._Hash", path: Path) -> None:
 def fingerprint(kata: Kata, attempt: Path, seed: int, profile: str | None) -> str:
     """A hash of everything a run's verdict depends on: the attempt, the kata's hidden files, the reference,
     the shared kata code, the checker's running parts, torch's version, the seed and the fuzz profile."""
-    from importlib.metadata import PackageNotFoundError, version
+    from checker.runner import installed_torch_version
 
     h = hashlib.sha256()
     h.update(f"{seed}|{profile or 'learner'}|".encode())
-    try:
-        h.update(version("torch").encode())
-    except PackageNotFoundError:
-        h.update(b"no torch")
+    h.update((installed_torch_version() or "no torch").encode())
     checker_dir = Path(__file__).resolve().parent
     files = [attempt, kata.solution_path, *sorted((kata.folder / "hidden").rglob("*.py")),
              *sorted((KATAS_DIR / "common").glob("*.py")),

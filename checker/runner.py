@@ -21,7 +21,6 @@ from checker import REQUIRED_TORCH, RESULTS_SCHEMA_VERSION
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 
-STATUSES = ("pass", "fail", "not_started", "error", "timeout")
 T = TypeVar("T")
 
 
@@ -163,6 +162,16 @@ def _wait_all(shards: list[_Shard], limit: float) -> None:
             _RUNNING.discard(shard.proc)
 
 
+def installed_torch_version() -> str | None:
+    """The installed torch's version string, read from package metadata (importing torch takes a second)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return None
+
+
 def interactive_shards() -> int:
     """How many processes one interactive `checker kata` run splits its checks over: the cores, at most two
     (past two, the extra torch start-up outweighs the gain on these check suites)."""
@@ -185,12 +194,7 @@ def run_kata(
     torch and the attempt itself): a single interactive run then uses every core. Verdicts do not depend on
     the split. Callers that already run katas in parallel keep the default of one.
     """
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        torch_version = version("torch")
-    except PackageNotFoundError:
-        torch_version = "not installed"
+    torch_version = installed_torch_version() or "not installed"
     attempt = Path(attempt).resolve()
     started = time.monotonic()
     token = secrets.token_hex(16)
@@ -284,11 +288,8 @@ def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> No
 
 def torch_version_problem() -> str | None:
     """A learner-facing message when the installed torch is not the one the katas were written for."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        installed = version("torch")
-    except PackageNotFoundError:
+    installed = installed_torch_version()
+    if installed is None:
         return "torch is not installed in this environment: run `make kata N=1` (it creates .venv and installs it)"
     if installed.split("+")[0] != REQUIRED_TORCH:
         return (f"torch {installed} is installed, but the katas are written for torch {REQUIRED_TORCH}: graph shapes "
