@@ -41,4 +41,7 @@ def test_mutant_fails_the_check_aimed_at_it(kata, mutant):
         check = verdicts[check_id]
         assert check.status in ("fail", "error"), f"{check_id} did not catch the mistake: {check.status}"
         assert check.message.strip(), f"{check_id} failed without telling the learner why"
+        if check.fuzz:  # a random-example check owes the learner the shrunk example and the seed that replays it
+            assert "Smallest failing example found" in check.message and "--seed" in check.message, \
+                f"{check_id} failed without its counterexample: {check.message[:300]}"
     assert result.status == "fail"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from checker.kit import Checks, Context, CheckFailed, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES
-from katas.common.describe import target_name
+from katas.common.naming import target_name
 from katas.common.models import build_mlp
 from katas.common.strategies import mlp_specs
 from katas.common.zoo import ZOO

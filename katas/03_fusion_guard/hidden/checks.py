@@ -25,7 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from katas.common.describe import module_type_name, target_name
+from katas.common.naming import module_type_name, target_name
 from checker.kit import Checks, CheckFailed, expect, fuzz
 from katas.common import capture, describe
 from katas.common.models import LayerSpec, MLPSpec, build_mlp
