@@ -36,6 +36,17 @@ class _Events:
         self._file.flush()
 
 
+def exit_without_teardown(code: int) -> None:
+    """End a child process now that everything it reports is flushed.
+
+    Interpreter teardown takes 0.7–1.2 s once torch, Dynamo and export are loaded (measured on 2.13, 2 cores):
+    time the learner would spend waiting for a report that is already written.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def load_module(path: Path, name: str) -> ModuleType:
     """Import the file at `path` as module `name` (kata folders are not importable packages)."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -158,4 +169,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_without_teardown(main())

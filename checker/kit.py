@@ -65,6 +65,11 @@ class Context:
     def max_examples(self) -> int:
         return FUZZ_PROFILES[self.profile]
 
+    @property
+    def deep(self) -> bool:
+        """True under `make test`'s profile: a check may add slow, redundant coverage there, never new rules."""
+        return self.profile == "deep"
+
 
 class Checks:
     """An ordered registry of a kata's checks."""

@@ -14,7 +14,7 @@ import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-from checker.child import _Events, load_module
+from checker.child import _Events, exit_without_teardown, load_module
 
 
 def _first_line(exc: BaseException) -> str:
@@ -75,4 +75,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_without_teardown(main())

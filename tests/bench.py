@@ -94,10 +94,10 @@ def main() -> int:
         print(f"{kata.number} {kata.slug:<26} {seconds:>9.2f}s {ratio:>7.1f}x  {verdict(ratio <= KATA_RATIO_TARGET):>7}  {status}")
         fuzz_rows += [(kata.slug, *row) for row in fuzz]
 
-    print(f"\n{'fuzz check':<52} {'examples':>8} {'seconds':>8} {'examples/s':>10}")
+    print(f"\n{'fuzz check':<58} {'examples':>8} {'seconds':>8} {'examples/s':>10}")
     for slug, check_id, examples, seconds in fuzz_rows:
         rate = examples / seconds if seconds else float("inf")
-        print(f"{slug + '/' + check_id:<52} {examples:>8} {seconds:>8.2f} {rate:>10.1f}")
+        print(f"{slug + '/' + check_id:<58} {examples:>8} {seconds:>8.2f} {rate:>10.1f}")
 
     seconds, status = measure_all_solved()
     print(f"\npython -m checker all --fresh, every kata solved: {seconds:.1f} s "
@@ -107,6 +107,9 @@ def main() -> int:
         status = "passed" if proc.returncode == 0 else f"FAILED (exit {proc.returncode})"
         print(f"make test: {seconds:.1f} s (target < {MAKE_TEST_TARGET_S:.0f} s: "
               f"{verdict(seconds < MAKE_TEST_TARGET_S)}), {status}, on {os.cpu_count()} cores")
+        if proc.returncode:
+            print("\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:]))
+            return 1
     return 0
 
 
