@@ -15,7 +15,12 @@ discarded; a kata without a hook gets the source diff only. Example: katas/01_di
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Callable, Iterable
+
+from katas.common import capture
+from katas.common.naming import target_name
+from katas.common.zoo import ZOO
 
 
 def guarded(func: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
@@ -32,18 +37,6 @@ def guarded(func: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
         return text if len(text) <= 100 else text[:99] + "…"
 
 
-def target_name(target: Any) -> str:
-    """A node target as people write it: `aten.addmm.default`, `torch._C._nn.linear`, `operator.getitem`, `fc1`."""
-    if isinstance(target, str):
-        return target
-    name = getattr(target, "__name__", None)
-    if name is None or "OpOverload" in type(target).__name__:
-        return str(target)
-    module = {"_operator": "operator", "builtins": ""}.get(getattr(target, "__module__", None) or "",
-                                                          getattr(target, "__module__", None) or "")
-    return f"{module}.{name}" if module else name
-
-
 def graph_lines(gm: Any, describe: Callable[[Any], str] | None = None) -> list[str]:
     """One line per node of `gm`'s graph (`name = op target(args)`), each followed by `-> describe(node)` if given."""
     lines = []
@@ -57,3 +50,19 @@ def graph_lines(gm: Any, describe: Callable[[Any], str] | None = None) -> list[s
             line = f"{node.name} = {node.op} {target_name(node.target)}({args})"
         lines.append(line + (f"  -> {describe(node)}" if describe else ""))
     return lines
+
+
+def per_capture(model_name: str, methods: Iterable[str], label: str,
+                lines_of: Callable[[ModuleType, Any], list[str]], attempt: ModuleType,
+                reference: ModuleType) -> tuple[str, str]:
+    """Both columns for zoo model `model_name` captured with each of `methods`: a header naming the capture
+    ("<method> (<label>, input <shape>)"), then `lines_of(module, gm)` for that side. The reference reads each
+    graph before the attempt, which may change it."""
+    model = ZOO[model_name]
+    mine, theirs = [], []
+    for method in methods:
+        gm = capture(model.build(), model.inputs(), method).gm
+        header = f"{method} ({label}, input {model.input_shape})"
+        theirs += [header, *lines_of(reference, gm), ""]
+        mine += [header, *lines_of(attempt, gm), ""]
+    return "\n".join(mine).rstrip(), "\n".join(theirs).rstrip()

@@ -5,7 +5,7 @@ import torch
 import torch.fx
 
 # Where Python says a builtin lives, and where a learner would look for it.
-MODULE_ALIASES = {"_operator": "operator"}
+MODULE_ALIASES = {"_operator": "operator", "builtins": ""}
 
 
 def target_name(target: object) -> str:

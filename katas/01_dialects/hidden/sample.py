@@ -5,10 +5,8 @@ dialect each side reads off every node and off the whole graph, so that is what 
 """
 from __future__ import annotations
 
-from checker.samples import graph_lines, guarded
-from katas.common import capture
+from checker.samples import graph_lines, guarded, per_capture
 from katas.common.capture import CAPTURES
-from katas.common.zoo import ZOO
 
 
 def _value(dialect) -> str:
@@ -22,11 +20,4 @@ def _classify(module, gm) -> list[str]:
 
 
 def sample_graphs(attempt, reference) -> tuple[str, str]:
-    model = ZOO["mlp"]
-    mine, theirs = [], []
-    for method in CAPTURES:
-        gm = capture(model.build(), model.inputs(), method).gm
-        header = f"{method} (MLP, input {model.input_shape})"
-        theirs += [header, *_classify(reference, gm), ""]  # the reference first: the attempt may change gm
-        mine += [header, *_classify(attempt, gm), ""]
-    return "\n".join(mine).rstrip(), "\n".join(theirs).rstrip()
+    return per_capture("mlp", CAPTURES, "MLP", _classify, attempt, reference)

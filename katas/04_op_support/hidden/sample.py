@@ -6,9 +6,7 @@ every node, so that is what the columns show.
 """
 from __future__ import annotations
 
-from checker.samples import graph_lines, guarded
-from katas.common import capture
-from katas.common.zoo import ZOO
+from checker.samples import graph_lines, guarded, per_capture
 
 CAPTURES = ("symbolic_trace", "dynamo", "make_fx", "export_core")  # one per dialect: module, torch, aten, core aten
 
@@ -29,11 +27,4 @@ def _verdicts(module, gm) -> list[str]:
 
 
 def sample_graphs(attempt, reference) -> tuple[str, str]:
-    model = ZOO["renamed"]
-    mine, theirs = [], []
-    for method in CAPTURES:
-        gm = capture(model.build(), model.inputs(), method).gm
-        header = f"{method} (`renamed` model, input {model.input_shape})"
-        theirs += [header, *_verdicts(reference, gm), ""]  # the reference first: the attempt may change gm
-        mine += [header, *_verdicts(attempt, gm), ""]
-    return "\n".join(mine).rstrip(), "\n".join(theirs).rstrip()
+    return per_capture("renamed", CAPTURES, "`renamed` model", _verdicts, attempt, reference)
