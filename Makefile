@@ -4,6 +4,8 @@
 #   make reset N=1     back up your attempt, restore the stub; make restore [N=1 BACKUP=<name>] lists/puts back
 #   make diff N=1      your attempt next to the reference    make grade DIR=<folder of learners>  (mentors)
 #   make test          the repository's self-tests (what CI runs)   make bench   feedback-loop timings
+#   make mutate N=3    kata authors: mutation testing of kata 3's checks, rewrites its hidden/mutation.toml
+#                      (no N: every kata, one after another; ARGS="--mutant ID" explains one mutant)
 # Extra checker options go in ARGS, e.g. make kata N=1 ARGS=--verbose
 PYTHON ?= python3
 VENV ?= .venv
@@ -14,7 +16,7 @@ N ?= 1
 # `make restore` lists every kata's backups, and `make reset` refuses to guess which kata to reset.
 GIVEN_N = $(if $(filter file default undefined,$(origin N)),,$(N))
 
-.PHONY: setup kata test list clean-venv hint watch reset restore progress diff grade bench
+.PHONY: setup kata test list clean-venv hint watch reset restore progress diff grade bench mutate
 
 setup: $(STAMP)
 
@@ -22,7 +24,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "fx-katas: creating $(VENV) (first run only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "fx-katas: installing torch==2.13.0 and the checker into $(VENV) (about a minute, first run only)"
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	@$(PY) -c "import torch, hypothesis, pytest, xdist" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
+	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
 	@touch $(STAMP)
 
 # The last lines of the output say pass/fail; make's own "Error 1" line would read like a crash to a newcomer,
@@ -53,6 +55,10 @@ diff: $(STAMP)
 
 grade: $(STAMP)
 	@$(PY) -m checker grade $(DIR) $(ARGS)
+
+# Mutation testing writes the report, unless ARGS only asks about mutants (--mutant ID, --list).
+mutate: $(STAMP)
+	@$(PY) -m checker mutate $(GIVEN_N) $(if $(filter --mutant% --list,$(ARGS)),,--write) $(ARGS)
 
 bench: $(STAMP)
 	@$(PY) tests/bench.py $(ARGS)

@@ -89,6 +89,7 @@ def score_all(
     profile: str | None = None,
     time_limit: float | None = None,
     on_done: Callable[[Task, KataResult], None] | None = None,
+    hidden_root: Path | None = None,
 ) -> list[KataResult]:
     """One KataResult per task, in the order given."""
     pristine = _PristineCache()
@@ -105,7 +106,8 @@ def score_all(
 
     def run(i: int) -> Callable[[], KataResult]:
         task = tasks[i]
-        return lambda: run_kata(task.kata, task.attempt, seed=seed, profile=profile, time_limit=time_limit)
+        return lambda: run_kata(task.kata, task.attempt, seed=seed, profile=profile, time_limit=time_limit,
+                                hidden_root=hidden_root)
 
     need_plans = sorted({tasks[i].kata for i in waiting}, key=lambda k: k.number)
     jobs_list: list[Callable] = [run(i) for i in runs] + ([lambda: probe_plans(need_plans)] if need_plans else [])

@@ -1,8 +1,12 @@
-"""The child process that imports an attempt and runs a kata's checks (`python -m checker.child ...`).
+"""The trusted checks process (`python -m checker.child ...`): runs a kata's hidden checks against an attempt
+that runs in a worker process of its own (checker/remote.py, checker/worker.py).
 
-It writes one JSON event per line to the results file named in FX_KATAS_RESULTS, opened before any
-attempt code runs and tagged with a per-run token the attempt never sees, so nothing the attempt prints,
-and no early exit, can pass for a result. The parent owns the time limit.
+The checks, the reference, the results channel and everything the checks count live here; the attempt's code
+never runs in this process. Results go out as one JSON event per line on a pipe the runner passed in
+(`--results-fd`) and the worker never holds, so nothing the attempt prints, forges or exits with can pass
+for a result. This process makes itself non-dumpable (no other process of the user can read its memory or
+open its file descriptors through /proc) and the reaper of anything the worker leaves behind. The runner
+owns the time limit.
 """
 from __future__ import annotations
 
@@ -18,20 +22,26 @@ import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from checker.kit import CheckSpec, Context, env_profile
+
+if TYPE_CHECKING:
+    from checker.remote import Worker
 
 MAX_OUTPUT_CHARS = 2000
 
 
+MAX_WORKER_RESTARTS = 3  # a worker that dies is restarted for the next check, this many times per run
+
+
 class _Events:
-    def __init__(self, path: str, token: str) -> None:
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - must stay open for the whole run
-        self._token = token
+    """One JSON object per line on the results pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self._file = os.fdopen(fd, "w", encoding="utf-8")  # noqa: SIM115 - must stay open for the whole run
 
     def emit(self, **event: object) -> None:
-        event["token"] = self._token
         self._file.write(json.dumps(event) + "\n")
         self._file.flush()
 
@@ -54,12 +64,20 @@ def load_module(path: Path, name: str) -> ModuleType:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    from checker.wire import register_loaded_module
+
+    register_loaded_module(name, str(Path(path).resolve()))
     spec.loader.exec_module(module)
     return module
 
 
 def attempt_location(exc: BaseException, attempt_path: Path) -> tuple[int | None, str]:
-    """The innermost line of the attempt in `exc`'s traceback, as (line, function)."""
+    """The innermost line of the attempt in `exc`'s traceback, as (line, function). For an exception raised in
+    the worker, the worker found it in its own traceback."""
+    from checker.remote import RemoteError
+
+    if isinstance(exc, RemoteError):
+        return exc.attempt_line, exc.attempt_function
     found: tuple[int | None, str] = (None, "")
     if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == attempt_path:
         return exc.lineno, ""
@@ -75,18 +93,29 @@ def _raised_by_attempt(exc: BaseException, attempt_path: Path) -> bool:
 
 def classify_exception(exc: BaseException, attempt_path: Path) -> tuple[str, str]:
     """Map an exception escaping a check to (check status, learner-facing message)."""
+    from checker.remote import ProtocolError, RemoteError, WorkerDied, memory_limit_mb
+
     line, func = attempt_location(exc, attempt_path)
     where = f"{attempt_path.name}:{line}" + (f" in {func}()" if func else "") if line else ""
+    remote = isinstance(exc, RemoteError)
+    name = exc.remote_type if remote else type(exc).__name__
+    if isinstance(exc, (WorkerDied, ProtocolError)):
+        return "error", str(exc)
+    if name == "MemoryError" or "can't allocate memory" in str(exc):
+        return "error", (f"your code ran out of memory{' at ' + where if where else ''}: the process running it may "
+                         f"use at most {memory_limit_mb()} MiB (FX_KATAS_MEMORY_LIMIT_MB sets the limit)")
     if isinstance(exc, NotImplementedError) and (line or not str(exc)):
         return "not_implemented", f"not implemented yet ({where}): {exc}".replace(" (): ", ": ")
-    if isinstance(exc, AssertionError) and not _raised_by_attempt(exc, attempt_path):
+    if isinstance(exc, AssertionError) and not remote and not _raised_by_attempt(exc, attempt_path):
         return "fail", str(exc).strip() or "the check's assertion failed"
-    if isinstance(exc, SystemExit):
-        return "error", f"your code called sys.exit({exc.code!r}){' at ' + where if where else ''}; a pass or backend must return, not exit"
+    if name == "SystemExit":
+        return "error", f"your code called sys.exit({str(exc) or None}){' at ' + where if where else ''}; a pass or backend must return, not exit"
     first_line = (str(exc).strip().splitlines() or [""])[0]
     if where:
-        return "error", f"your code raised {type(exc).__name__} at {where}: {first_line}"
-    return "error", f"{type(exc).__name__}: {first_line}"
+        return "error", f"your code raised {name} at {where}: {first_line}"
+    if remote:
+        return "error", f"your code raised {name}: {first_line}"
+    return "error", f"{name}: {first_line}"
 
 
 def _claimed(specs: list[CheckSpec], claims: Path):
@@ -100,12 +129,28 @@ def _claimed(specs: list[CheckSpec], claims: Path):
         yield spec
 
 
-def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attempt_path: Path) -> None:
+def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attempt_path: Path,
+               worker: "Worker | None" = None) -> None:
+    """Run each check, emitting start and result events. With a `worker`, the attempt's prints come from it,
+    and a worker that dies during a check is restarted (a few times per run) for the next one."""
+    from checker.remote import ChannelBroken
+
+    restarts = 0
     for spec in specs:
         events.emit(event="start", id=spec.id)
         ctx.fuzz_runs.clear()
         started = time.monotonic()
         captured = io.StringIO()
+        if worker is not None:
+            worker.outputs.clear()
+            if not worker.alive():
+                if restarts >= MAX_WORKER_RESTARTS:
+                    events.emit(event="result", id=spec.id, status="error", seconds=0.0, fuzz=[], detail="", output="",
+                                message="not run: the process running your code died too often in the checks before")
+                    continue
+                restarts += 1
+                worker.restart()
+        died = False
         try:
             with redirect_stdout(captured), redirect_stderr(captured), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -114,14 +159,75 @@ def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attemp
             raise
         except BaseException as exc:  # noqa: BLE001 - attempt code may raise anything, SystemExit included
             status, message = classify_exception(exc, attempt_path)
-            detail = "".join(traceback.format_exception(exc))
+            detail = getattr(exc, "remote_traceback", "") or "".join(traceback.format_exception(exc))
+            died = isinstance(exc, ChannelBroken)
+            if died or getattr(exc, "remote_type", "") == "MemoryError":
+                events.emit(event="crash", id=spec.id, message=message)
         else:
             status, message, detail = "pass", "", ""
+        output = captured.getvalue()
+        if worker is not None:
+            output = "".join(worker.outputs) + worker.take_fd_output() + output
+            if died:
+                worker.stop()
         events.emit(
             event="result", id=spec.id, status=status, message=message, detail=detail,
-            output=captured.getvalue()[-MAX_OUTPUT_CHARS:], fuzz=list(ctx.fuzz_runs),
+            output=output[-MAX_OUTPUT_CHARS:], fuzz=list(ctx.fuzz_runs),
             seconds=round(time.monotonic() - started, 3),
         )
+
+
+def harden_trusted_process() -> None:
+    """No other process of this user may read this one's memory or file descriptors (PR_SET_DUMPABLE 0), and
+    processes the worker orphans become this process's children, so they can be ended with the run
+    (PR_SET_CHILD_SUBREAPER). Linux only; elsewhere nothing happens."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def kill_children() -> None:
+    """SIGKILL every child of this process (the worker, and whatever it orphaned), until none is left."""
+    import signal
+
+    for _ in range(50):
+        children = _child_pids()
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _child_pids() -> list[int]:
+    me, found = os.getpid(), []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            found.append(int(entry))
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,38 +239,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--only", default="")
     parser.add_argument("--shard", default="0/1", help="INDEX/COUNT: with COUNT > 1, share the checks with the other shards")
+    parser.add_argument("--claims", type=Path, default=None, help="folder where shards claim checks")
+    parser.add_argument("--results-fd", type=int, required=True)
     args = parser.parse_args(argv)
 
-    events = _Events(os.environ.pop("FX_KATAS_RESULTS"), os.environ.pop("FX_KATAS_TOKEN"))
+    harden_trusted_process()
+    events = _Events(args.results_fd)
     warnings.simplefilter("ignore")
     attempt_path = args.attempt.resolve()
-    sys.path.insert(0, str(attempt_path.parent))  # an attempt may import a helper module beside it
+    from checker.remote import ChannelBroken, RemoteModule, Worker
 
-    import torch  # noqa: F401 - imported here so its start-up time is not charged to the attempt's import
-
-    checks_module = load_module(args.checks, "kata_hidden_checks")
-    only = {c for c in args.only.split(",") if c}
-    specs = [s for s in checks_module.CHECKS.specs if not only or s.id in only]
-    events.emit(event="plan", checks=[(s.id, s.stage, s.name, s.weight) for s in specs])
-    index, count = (int(part) for part in args.shard.split("/"))
-    claims = os.environ.pop("FX_KATAS_CLAIMS", "")
+    worker = Worker(attempt_path, args.module_name)
     try:
-        with redirect_stdout(io.StringIO()):
-            attempt = load_module(attempt_path, args.module_name)
-    except BaseException as exc:  # noqa: BLE001 - report any import failure, SystemExit included
-        line, _ = attempt_location(exc, attempt_path)
-        text = exc.msg if isinstance(exc, SyntaxError) else (str(exc).strip().splitlines() or [""])[0]
-        events.emit(event="import_error", file=str(attempt_path), line=line,
-                    message=f"{type(exc).__name__}: {text}", detail="".join(traceback.format_exception(exc)))
-        return 0
-    # The reference loads after the attempt, so whatever the attempt does at import (registering a torch.compile
-    # backend name, say) meets a fresh process, as it would on the learner's own machine.
-    reference = load_module(args.reference, f"reference_{args.module_name}")
-    ctx = Context(attempt=attempt, reference=reference, seed=args.seed, profile=env_profile())
-    if count > 1:  # shards share the checks: odd shards walk the list backwards, each claims a check before running it
-        specs = _claimed(specs[::-1] if index % 2 else specs, Path(claims))
-    run_checks(specs, ctx, events, attempt_path)
-    events.emit(event="done")
+        import torch  # noqa: F401 - imported here so its start-up time is not charged to a check
+
+        import katas.common  # noqa: F401 - what the worker needs too: it is forked right after, warm
+        worker.spawn()  # before the checks and the reference load: the worker gets a copy of nothing of theirs
+        checks_module = load_module(args.checks, "kata_hidden_checks")
+        only = {c for c in args.only.split(",") if c}
+        specs = [s for s in checks_module.CHECKS.specs if not only or s.id in only]
+        events.emit(event="plan", checks=[(s.id, s.stage, s.name, s.weight) for s in specs])
+        # The reference loads before the attempt does (in the worker), so nothing the attempt does at import
+        # can reach it; the attempt meets a fresh process, as it would on the learner's own machine.
+        reference = load_module(args.reference, f"reference_{args.module_name}")
+        worker.services.update(checks_module.CHECKS.services)
+        try:
+            hello = worker.load()
+        except ChannelBroken as broken:
+            events.emit(event="import_error", file=str(attempt_path), line=None, message=str(broken), detail="")
+            return 0
+        if not hello.get("ok"):
+            error = hello["error"]
+            text = error["message"] if error["qualname"] == "SyntaxError" else (str(error["message"]).strip().splitlines() or [""])[0]
+            events.emit(event="import_error", file=str(attempt_path), line=error.get("line"),
+                        message=f"{error['qualname']}: {text}", detail=str(error.get("traceback", "")),
+                        output=str(hello.get("output", "")))
+            return 0
+        ctx = Context(attempt=RemoteModule(worker), reference=reference, seed=args.seed, profile=env_profile())
+        index, count = (int(part) for part in args.shard.split("/"))
+        if count > 1:  # shards share the checks: odd shards walk the list backwards, each claims a check before running it
+            specs = _claimed(specs[::-1] if index % 2 else specs, args.claims)
+        run_checks(specs, ctx, events, attempt_path, worker=worker)
+        events.emit(event="done")
+    finally:
+        worker.stop()
+        kill_children()
     return 0
 
 

@@ -118,6 +118,21 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--kata", type=int, action="append", default=[], metavar="N", help="grade only kata N (repeatable)")
     grade.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     _add_scoring_options(grade)
+
+    mutate = sub.add_parser("mutate", help="kata authors: mutation testing of a kata's hidden checks (`make mutate N=k`)")
+    mutate.add_argument("number", type=int, nargs="?", help="kata number (omit for every kata, one after another)")
+    mutate.add_argument("--jobs", "-j", type=_jobs, default=None, help="mutants run at once (default: CPU cores)")
+    mutate.add_argument("--mutant", metavar="ID", default=None,
+                        help="run one mutant (an id from --list or a report, or its unique start) on every check "
+                             "and say which checks kill it, with their messages")
+    mutate.add_argument("--list", action="store_true", help="list the mutants (id, line, change) without running them")
+    mutate.add_argument("--write", action="store_true", help="write katas/NN_slug/hidden/mutation.toml (keeps reasons)")
+    mutate.add_argument("--time-limit", type=_positive, default=None,
+                        help="CPU seconds one mutant may run (default: twice the reference's run + 20 s)")
+    mutate.add_argument("--no-hand", action="store_true", help="skip scoring the hand-written mutants (faster; no --write)")
+    mutate.add_argument("--hand-checker", action="store_true",
+                        help="score the hand-written mutants with `checker kata` itself (slower) instead of the oracle")
+    mutate.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
     return parser
 
 
@@ -292,8 +307,23 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mutate(args: argparse.Namespace) -> int:
+    from checker.mutate import MutateError, run_command
+
+    if args.write and args.no_hand:
+        raise UsageError("--write needs the hand-written mutants scored: drop --no-hand")
+    if (args.mutant or args.list) and args.number is None:
+        raise UsageError("say which kata: `python -m checker mutate N --mutant ID` (or --list)")
+    katas = [get_kata(args.number)] if args.number is not None else list(load_katas())
+    try:
+        return run_command(katas, jobs=args.jobs, mutant=args.mutant, listing=args.list, write=args.write,
+                           time_limit=args.time_limit, hand=not args.no_hand, hand_checker=args.hand_checker)
+    except MutateError as exc:
+        raise UsageError(str(exc)) from None
+
+
 COMMANDS = {"kata": cmd_kata, "list": cmd_list, "hint": cmd_hint, "reset": cmd_reset, "restore": cmd_restore,
-            "watch": cmd_watch, "all": cmd_all, "progress": cmd_all, "diff": cmd_diff, "grade": cmd_grade}
+            "watch": cmd_watch, "all": cmd_all, "progress": cmd_all, "diff": cmd_diff, "grade": cmd_grade, "mutate": cmd_mutate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ under a time limit, because it calls the attempt's code.
 from __future__ import annotations
 
 import difflib
-import secrets
+import os
 import shutil
 import subprocess
 import sys
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from checker.manifest import Kata
 from checker.report import _Style, display_path
-from checker.runner import _child_env, _describe_exit, _kill_group, _read_events
+from checker.runner import _EventReader, _child_env, _describe_exit, _kill_group, _parse_events
 
 SAMPLE_FILE = Path("hidden") / "sample.py"
 DEFAULT_SAMPLE_TIME_LIMIT = 60.0
@@ -54,18 +54,22 @@ def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None) -> tu
     if not any(h.is_file() for h in hooks):
         return f"kata {kata.number} has no sample model to show"
     limit = time_limit or min(kata.time_limit, DEFAULT_SAMPLE_TIME_LIMIT)
-    token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="fx-katas-diff-") as tmp:
-        events_path, output_path = Path(tmp) / "events.jsonl", Path(tmp) / "output.txt"
-        events_path.touch()
-        env = _child_env({"FX_KATAS_RESULTS": str(events_path), "FX_KATAS_TOKEN": token})
+        output_path = Path(tmp) / "output.txt"
+        read_fd, write_fd = os.pipe()
         cmd = [sys.executable, "-m", "checker.sample_child", "--attempt", str(attempt.resolve()),
-               "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem]
+               "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem,
+               "--results-fd", str(write_fd)]
         for hook in hooks:
             cmd += ["--hook", str(hook)]
         with open(output_path, "wb") as output:
-            proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                proc = subprocess.Popen(cmd, cwd=tmp, env=_child_env(), stdin=subprocess.DEVNULL, stdout=output,
+                                        stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
+            finally:
+                os.close(write_fd)
+            reader = _EventReader(read_fd)
+            reader.start()
             timed_out = False
             try:
                 proc.wait(timeout=limit)
@@ -73,7 +77,8 @@ def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None) -> tu
                 timed_out = True
             finally:
                 _kill_group(proc)
-        events = _read_events(events_path, token)
+        reader.join(timeout=5)
+        events = _parse_events(reader.lines)
         output_text = output_path.read_text(encoding="utf-8", errors="replace").strip()
     for event in events:
         if event.get("event") == "none":

@@ -120,20 +120,59 @@ def _progress_line(task: Task, result: KataResult) -> None:
           file=sys.stderr, flush=True)
 
 
+def working_copy(learner: Learner, into: Path, flat_ok: dict[str, bool]) -> Path:
+    """Copy the learner's kata files (every `.py` beside each kata's module, for every kata of the manifest:
+    kata 5 loads the learner's own katas 3 and 4) into `into/<slug>/`, and return `into`.
+
+    Each learner is graded from such a copy, made before any attempt runs: an attempt that writes to its own
+    or another learner's folder changes nobody's result but, at most, its own."""
+    import shutil
+
+    from checker.manifest import load_katas
+
+    for kata in load_katas():
+        source = attempt_path(learner, kata, flat_ok.get(kata.slug, False))
+        if not source.is_file():
+            continue
+        target = into / kata.slug
+        target.mkdir(parents=True, exist_ok=True)
+        beside = [source] if source.parent == learner.folder else sorted(source.parent.glob("*.py"))
+        for path in beside:
+            if path.is_file():
+                shutil.copy2(path, target / (kata.module if path == source else path.name))
+    return into
+
+
 def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope: bool = False,
           jobs: int | None = None, time_limit: float | None = None, seed: int, profile: str | None,
           quiet: bool = False) -> str:
-    """Grade every learner under `root`; writes the files and returns the summary to print."""
+    """Grade every learner under `root`; writes the files and returns the summary to print.
+
+    Before any attempt runs, every learner's files are copied into a private working copy and the hidden
+    checks and references into a snapshot: attempts run from the copies, checks load from the snapshot."""
+    import tempfile
+
+    from checker.manifest import load_katas
+    from checker.runner import snapshot_hidden
+
     out = out or root.resolve().parent / f"{root.resolve().name}-grades"
     learners, single = find_learners(root, katas, out)
-    modules = [k.module for k in katas]
-    flat_ok = {k.slug: modules.count(k.module) == 1 for k in katas}
-    tasks = [Task(k, attempt_path(lr, k, flat_ok[k.slug]), lr.name) for lr in learners for k in katas]
+    every_module = [k.module for k in load_katas()]
+    flat_ok = {k.slug: every_module.count(k.module) == 1 for k in load_katas()}
+    originals = {(lr.name, k.slug): attempt_path(lr, k, flat_ok[k.slug]) for lr in learners for k in katas}
     if not quiet:
         print(f"grading {len(learners)} learner{'s' * (len(learners) != 1)} × {len(katas)} "
               f"kata{'s' * (len(katas) != 1)}", file=sys.stderr, flush=True)
-    scored = score_all(tasks, jobs=jobs, seed=seed, profile=profile, time_limit=time_limit,
-                       on_done=None if quiet else _progress_line)
+    with tempfile.TemporaryDirectory(prefix="fx-katas-grade-") as work:
+        hidden = snapshot_hidden(Path(work) / "hidden")
+        copies = {lr.name: working_copy(lr, Path(work) / "learners" / f"{i:04d}", flat_ok)
+                  for i, lr in enumerate(learners)}
+        tasks = [Task(k, copies[lr.name] / k.slug / k.module if originals[(lr.name, k.slug)].is_file()
+                      else originals[(lr.name, k.slug)], lr.name) for lr in learners for k in katas]
+        scored = score_all(tasks, jobs=jobs, seed=seed, profile=profile, time_limit=time_limit,
+                           on_done=None if quiet else _progress_line, hidden_root=hidden)
+    for task, result in zip(tasks, scored):  # report the learner's own path, not the working copy's
+        result.attempt = str(originals[(task.label, task.kata.slug)])
     results = {(t.label, t.kata.slug): r for t, r in zip(tasks, scored)}
     maxima = _kata_max(results, katas)
     out.mkdir(parents=True, exist_ok=True)

@@ -70,12 +70,26 @@ class Context:
         """True under `make test`'s profile: a check may add slow, redundant coverage there, never new rules."""
         return self.profile == "deep"
 
+    def probe(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`fn(attempt, *args, **kwargs)` where the attempt's code runs: in the worker process when the attempt
+        is remote (checker/remote.py), here otherwise.
+
+        `fn` is a module-level function of a kata's `hidden/probes.py`: it runs the attempt's code inside torch
+        machinery (torch.compile of a fix, a backend) and returns only data; the check asserts on that data.
+        """
+        run_remotely = getattr(self.attempt, "probe_in_worker", None)
+        if run_remotely is not None:
+            return run_remotely(fn, args, kwargs)
+        return fn(self.attempt, *args, **kwargs)
+
 
 class Checks:
-    """An ordered registry of a kata's checks."""
+    """An ordered registry of a kata's checks, and the services the worker may ask the trusted side for while
+    it runs the attempt (kata 5's simulated NPU: `services["npu.compile"] = ...`)."""
 
     def __init__(self) -> None:
         self.specs: list[CheckSpec] = []
+        self.services: dict[str, Callable[..., Any]] = {}
 
     def check(self, *, stage: str, weight: int = 1, name: str | None = None):
         def register(func: Callable[[Context], None]) -> Callable[[Context], None]:
@@ -158,7 +172,8 @@ def fuzz(
         return
     failure = state["failure"]
     headline = str(failure).strip() or type(failure).__name__
-    if not isinstance(failure, AssertionError):
+    raised_by_attempt = getattr(failure, "remote_type", None) is not None  # an exception from the worker
+    if raised_by_attempt or not isinstance(failure, AssertionError):
         headline = f"your code raised {type(failure).__name__}{_attempt_location(ctx, failure)}: {headline}"
     raise CheckFailed(
         f"{headline}\n\nSmallest failing example found:\n{describe(state['example'])}\n"
@@ -171,6 +186,10 @@ def _attempt_location(ctx: Context, exc: BaseException) -> str:
     import traceback
     from pathlib import Path
 
+    line = getattr(exc, "attempt_line", None)
+    if line:  # raised in the worker, which located it in the attempt's file
+        name = getattr(exc, "attempt_function", "")
+        return f" at {Path(ctx.attempt.__file__).name}:{line}" + (f" in {name}()" if name else "")
     attempt_file = getattr(ctx.attempt, "__file__", None)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if attempt_file and Path(f.filename) == Path(attempt_file)]
     return f" at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name}()" if frames else ""
@@ -185,7 +204,10 @@ def env_profile() -> str:
 def load_reference(slug: str, module: str) -> "ModuleType":
     """The reference solution `solutions/<slug>/<module>` as a module of its own (used by test mutants,
     which import the reference and replace only the function that holds the mistake)."""
+    from pathlib import Path
+
     from checker.child import load_module
     from checker.manifest import SOLUTIONS_DIR
 
-    return load_module(SOLUTIONS_DIR / slug / module, f"reference_base_{slug}")
+    root = Path(os.environ.get("FX_KATAS_SOLUTIONS_DIR") or SOLUTIONS_DIR)  # a grading run's snapshot
+    return load_module(root / slug / module, f"reference_base_{slug}")

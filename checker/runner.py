@@ -1,17 +1,19 @@
 """Run one kata's checks against one attempt file in a child process and collect a KataResult.
 
-The child runs under the kata's time limit in its own process group, so an infinite loop, a segfault or
-an early exit in the attempt ends only the child; checks it finished keep their verdicts.
+The child (checker/child.py, the trusted checks process) runs under the kata's time limit in its own
+process group, with the attempt in a worker process of its own, so an infinite loop, a segfault or an early
+exit in the attempt ends only the worker or the run; checks that finished keep their verdicts. Results come
+back on a pipe the worker never holds.
 """
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,20 +78,37 @@ def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _read_events(path: Path, token: str) -> list[dict]:
+def _parse_events(lines: list[str]) -> list[dict]:
     events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in lines:
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(event, dict) and event.pop("token", None) == token:
+        if isinstance(event, dict):
             events.append(event)
     return events
 
 
-# Children of run_kata calls still running, so that stop_running() can end them all (Ctrl-C in run_many).
+class _EventReader(threading.Thread):
+    """Drains one child's results pipe while it runs (a pipe that fills up would stall the child)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True, name="fx-katas-events")
+        self.fd = fd
+        self.lines: list[str] = []
+
+    def run(self) -> None:
+        with os.fdopen(self.fd, "r", encoding="utf-8", errors="replace") as pipe:
+            for line in pipe:
+                self.lines.append(line)
+
+
+# Children of run_kata calls still running, so that stop_running() can end them all (Ctrl-C in run_many) and
+# _kill_orphans() can tell them from what an attempt left behind. A child is spawned and registered under
+# the lock, so no thread's fresh child is ever taken for an orphan.
 _RUNNING: set[subprocess.Popen] = set()
+_SPAWN_LOCK = threading.Lock()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -115,7 +134,7 @@ class _Shard:
     """One child process running its share of the checks (shards claim checks one by one; see child.py)."""
 
     proc: subprocess.Popen
-    events_path: Path
+    reader: _EventReader
     output_path: Path
     timed_out: bool = False
     events: list = field(default_factory=list)
@@ -128,27 +147,37 @@ class _Shard:
 
 
 def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed: int, only: tuple[str, ...],
-           profile: str | None, token: str) -> _Shard:
-    events_path, output_path = tmp / f"events-{index}.jsonl", tmp / f"output-{index}.txt"
-    events_path.touch()
-    env = _child_env({"FX_KATAS_RESULTS": str(events_path), "FX_KATAS_TOKEN": token,
-                      "FX_KATAS_CLAIMS": str(tmp / "claims")})
+           profile: str | None, hidden_root: Path | None) -> _Shard:
+    output_path = tmp / f"output-{index}.txt"
+    read_fd, write_fd = os.pipe()
+    env = _child_env()
     if profile:
         env["FX_KATAS_PROFILE"] = profile
+    checks, reference = kata.checks_path, kata.solution_path
+    if hidden_root is not None:  # a snapshot taken before any attempt ran (checker grade)
+        checks = hidden_root / checks.relative_to(REPO_ROOT)
+        reference = hidden_root / reference.relative_to(REPO_ROOT)
+        env["FX_KATAS_SOLUTIONS_DIR"] = str(hidden_root / "solutions")
     cmd = [
-        sys.executable, "-m", "checker.child", "--checks", str(kata.checks_path), "--attempt", str(attempt),
-        "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem,
+        sys.executable, "-m", "checker.child", "--checks", str(checks), "--attempt", str(attempt),
+        "--reference", str(reference), "--module-name", Path(kata.module).stem,
         "--seed", str(seed), "--only", ",".join(only), "--shard", f"{index}/{count}",
+        "--claims", str(tmp / "claims"), "--results-fd", str(write_fd),
     ]
-    with open(output_path, "wb") as output:
-        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    _RUNNING.add(proc)
-    return _Shard(proc, events_path, output_path)
+    try:
+        with open(output_path, "wb") as output, _SPAWN_LOCK:
+            proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                    stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
+            _RUNNING.add(proc)
+    finally:
+        os.close(write_fd)
+    reader = _EventReader(read_fd)
+    reader.start()
+    return _Shard(proc, reader, output_path)
 
 
 def _wait_all(shards: list[_Shard], limit: float) -> None:
-    """Wait for every shard until one shared deadline; kill each group in any case (Ctrl-C included)."""
+    """Wait for every shard until one shared deadline; end each in any case (Ctrl-C included)."""
     deadline = time.monotonic() + limit
     try:
         for shard in shards:
@@ -158,8 +187,52 @@ def _wait_all(shards: list[_Shard], limit: float) -> None:
                 shard.timed_out = True
     finally:  # the children run in their own sessions, so nothing else would stop them
         for shard in shards:
-            _kill_group(shard.proc)
+            _end_child(shard.proc)
             _RUNNING.discard(shard.proc)
+        _kill_orphans()
+
+
+def _end_child(proc: subprocess.Popen) -> None:
+    """Let a child that is still running end its worker and what that left behind (SIGTERM; it is their
+    reaper), then kill its whole process group."""
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=1.0)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+    _kill_group(proc)
+
+
+def _kill_orphans() -> None:
+    """Kill processes the attempt left behind that ended up as this process's children (it is their
+    subreaper), sparing the checks children of runs still going on in other threads."""
+    from checker.child import _child_pids
+
+    with _SPAWN_LOCK:
+        known = {proc.pid for proc in _RUNNING}
+        for pid in _child_pids():
+            if pid in known:
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+
+
+def snapshot_hidden(into: Path) -> Path:
+    """Copy `katas/` and `solutions/` into `into` and return it: runs given it as `hidden_root` read their
+    checks and references from there, so an attempt graded earlier that wrote to the repository's files
+    changes no later learner's result."""
+    import shutil
+
+    from checker.manifest import KATAS_DIR, SOLUTIONS_DIR
+
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(KATAS_DIR, into / "katas", ignore=ignore)
+    shutil.copytree(SOLUTIONS_DIR, into / "solutions", ignore=ignore)
+    return into
 
 
 def installed_torch_version() -> str | None:
@@ -187,31 +260,34 @@ def run_kata(
     time_limit: float | None = None,
     profile: str | None = None,
     shards: int = 1,
+    hidden_root: Path | None = None,
 ) -> KataResult:
     """Score `attempt` (a file with the kata module's API) against the kata's hidden checks.
 
     With `shards` > 1 the checks are split over that many child processes running at once (each imports
     torch and the attempt itself): a single interactive run then uses every core. Verdicts do not depend on
-    the split. Callers that already run katas in parallel keep the default of one.
+    the split. Callers that already run katas in parallel keep the default of one. `hidden_root`, when given,
+    holds a copy of `katas/` and `solutions/` to read the checks and references from (see `snapshot_hidden`).
     """
     torch_version = installed_torch_version() or "not installed"
     attempt = Path(attempt).resolve()
     started = time.monotonic()
-    token = secrets.token_hex(16)
     limit = time_limit or kata.time_limit
     count = max(1, shards if len(only) != 1 else 1)
+    _harden_runner()
     with tempfile.TemporaryDirectory(prefix="fx-katas-") as tmp:
         (Path(tmp) / "claims").mkdir()
         children = []
         try:
             for index in range(count):
                 children.append(_spawn(kata, attempt, Path(tmp), index, count, seed=seed, only=only,
-                                       profile=profile, token=token))
+                                       profile=profile, hidden_root=hidden_root))
         finally:
             _wait_all(children, limit)
         for shard in children:
-            shard.events = _read_events(shard.events_path, token)
-            shard.output = shard.output_path.read_text(encoding="utf-8", errors="replace")[-4000:]
+            shard.reader.join(timeout=5)
+            shard.events = _parse_events(shard.reader.lines)
+            shard.output = _tail(shard.output_path)
     duration = time.monotonic() - started
     results = _planned_checks(kata, children[0].events)
     result = KataResult(kata.number, kata.title, "fail", 0, sum(r.weight for r in results.values()),
@@ -221,6 +297,27 @@ def run_kata(
         _apply_events(result, results, shard)
     _settle_status(result, children, limit)
     return result
+
+
+def _tail(path: Path, size: int = 4000) -> str:
+    """The end of a child's own output file (never read whole: an attempt could have flooded it)."""
+    with open(path, "rb") as output:
+        output.seek(0, os.SEEK_END)
+        output.seek(max(0, output.tell() - size))
+        return output.read().decode("utf-8", errors="replace")
+
+
+def _harden_runner() -> None:
+    """This process reads the results: no other process of the user may read its memory or file descriptors,
+    and what an attempt orphans after its checks process is gone comes here to be killed (Linux only)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
 
 
 def _planned_checks(kata: Kata, events: list[dict]) -> dict[str, CheckResult]:
@@ -248,6 +345,9 @@ def _apply_events(result: KataResult, results: dict[str, CheckResult], shard: _S
             line = f":{event['line']}" if event.get("line") else ""
             result.message = f"{event['file']}{line}: {event['message']}"
             result.detail = event.get("detail", "")
+        elif kind == "crash" and not result.message:  # the worker died or ran out of memory in a check
+            check = results.get(event.get("id", ""))
+            result.message = str(event.get("message", "")) + (f" during check '{check.name}'" if check else "")
     shard.running = running.id if running else None
 
 
@@ -256,7 +356,7 @@ def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> No
     result.score = sum(c.weight for c in result.checks if c.status == "pass")
     timed_out = [s for s in shards if s.timed_out and not s.finished]
     crashed = [s for s in shards if not s.finished and not s.timed_out]
-    if result.message:  # import error
+    if result.message:  # import error, or the attempt's process crashed in a check
         result.status = "error"
     elif timed_out:
         result.status = "timeout"

@@ -39,9 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attempt", required=True, type=Path)
     parser.add_argument("--reference", required=True, type=Path)
     parser.add_argument("--module-name", required=True)
+    parser.add_argument("--results-fd", type=int, required=True)
     args = parser.parse_args(argv)
 
-    events = _Events(os.environ.pop("FX_KATAS_RESULTS"), os.environ.pop("FX_KATAS_TOKEN"))
+    events = _Events(args.results_fd)
     warnings.simplefilter("ignore")
     sys.path.insert(0, str(args.attempt.resolve().parent))
     sink = io.StringIO()

@@ -10,6 +10,7 @@ from checker.manifest import load_katas
 
 TESTS_DIR = Path(__file__).resolve().parent
 MUTANTS_DIR = TESTS_DIR / "mutants"
+ALTERNATIVES_DIR = TESTS_DIR / "alternatives"
 ATTEMPTS_DIR = TESTS_DIR / "attempts"
 KATAS = load_katas()
 
@@ -33,3 +34,12 @@ def killed_by(mutant: Path) -> tuple[str, ...]:
 
 def all_mutants():
     return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in mutant_files(kata)]
+
+
+def alternative_files(kata) -> list[Path]:
+    """Correct attempts written differently from the reference: each must score full marks."""
+    return sorted((ALTERNATIVES_DIR / kata.slug).glob("*.py"))
+
+
+def all_alternatives():
+    return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in alternative_files(kata)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from checker.runner import run_kata
-from conftest import KATAS, all_mutants, kata_id, killed_by, mutant_files
+from conftest import KATAS, all_alternatives, all_mutants, kata_id, killed_by, mutant_files
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=kata_id)
@@ -45,3 +45,12 @@ def test_mutant_fails_the_check_aimed_at_it(kata, mutant):
             assert "Smallest failing example found" in check.message and "--seed" in check.message, \
                 f"{check_id} failed without its counterexample: {check.message[:300]}"
     assert result.status == "fail"
+
+
+@pytest.mark.parametrize("kata, alternative", all_alternatives())
+def test_correct_alternative_scores_full_marks(kata, alternative):
+    """A correct approach the lesson allows, other than the reference's, passes every check: the checks test
+    the contract, not the reference's way of meeting it."""
+    result = run_kata(kata, alternative)
+    failing = {c.id: f"{c.status}: {c.message[:300]}" for c in result.checks if c.status != "pass"}
+    assert result.status == "pass", (result.message, failing)

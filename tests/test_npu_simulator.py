@@ -14,6 +14,7 @@ from katas.common.npu import (
     DEVICE,
     KERNELS,
     LAYOUT_OPS,
+    MAX_RESIDENT_PROGRAMS,
     NPU,
     NPU_OPS,
     NPUCompileError,
@@ -30,8 +31,11 @@ aten = torch.ops.aten
 
 @pytest.fixture(autouse=True)
 def fresh_device():
+    DEVICE.release_all()
     DEVICE.reset()
     yield
+    DEVICE.max_resident_programs = MAX_RESIDENT_PROGRAMS
+    DEVICE.release_all()
     DEVICE.reset()
 
 
@@ -98,12 +102,88 @@ def test_bytes_cross_the_host_boundary_each_run_and_constants_once():
     gm, x, _ = lowered("mlp")  # make_fx keeps the parameters as get_attr constants
     constants = sum(p.numel() * 4 for p in ZOO["mlp"].build().parameters())
     program = NPU.compile(gm, [x])
-    assert DEVICE.stats.bytes_to_device == constants
+    assert DEVICE.stats.bytes_to_device == DEVICE.stats.constant_bytes_to_device == constants
     program(x)
     program(x)
+    assert DEVICE.stats.input_bytes_to_device == 2 * x.numel() * 4
     assert DEVICE.stats.bytes_to_device == constants + 2 * x.numel() * 4
+    assert DEVICE.stats.constant_bytes_to_device == constants  # not again per run
     assert DEVICE.stats.bytes_from_device == 2 * 2 * 3 * 4  # output (2, 3) float32, twice
     assert DEVICE.stats.estimated_us == pytest.approx(2 * program.estimated_us)
+
+
+def test_constants_are_the_programs_own_copy():
+    """A frozen weight is copied at compile time: changing the host tensor afterwards leaves the program as it was
+    (which is why a backend that freezes parameters must notice when they change)."""
+    model = ZOO["mlp"].build()
+    x = ZOO["mlp"].inputs()[0]
+    with torch.no_grad():
+        gm, expected = make_fx(model)(x), model(x)
+        program = NPU.compile(gm, [x])
+        model.fc1.weight.mul_(-1)  # make_fx's get_attr constants are the module's own tensors
+        assert not torch.equal(model(x), expected)
+    assert torch.equal(program(x), expected)
+
+
+def test_int_inputs_are_sizes_the_program_is_specialised_to():
+    def f(x, n):
+        return x.view(n, -1).relu()
+
+    x = torch.randn(2, 6)
+    gm = make_fx(f)(x, 3)
+    program = NPU.compile(gm, [x, 3])
+    assert torch.equal(program(x, 3), x.view(3, -1).relu())
+    assert DEVICE.stats.input_bytes_to_device == x.numel() * 4  # ints cost no transfer
+    with pytest.raises(NPURuntimeError, match="compiled for the value 3"):
+        program(x, 4)
+    graph = torch.fx.Graph()
+    graph.output(graph.call_function(aten.relu.default, (graph.placeholder("x"),)))
+    with pytest.raises(NPUCompileError, match="relu kernel rejects"):  # an int where the graph needs a tensor
+        NPU.compile(torch.fx.GraphModule({}, graph), [3])
+
+
+# --- program memory --------------------------------------------------------------------------------------------
+
+def relu_program(batch: int) -> NPUProgram:
+    x = torch.randn(batch, 3)
+    return NPU.compile(make_fx(lambda t: t.relu())(x), [x], name=f"relu_{batch}")
+
+
+def test_program_memory_is_bounded_and_a_full_device_refuses_to_compile():
+    DEVICE.max_resident_programs = 2
+    kept = [relu_program(1), relu_program(2)]
+    assert DEVICE.stats.programs_resident == 2
+    with pytest.raises(NPUCompileError, match=r"no room for a program for inputs \(3, 3\) float32.*memory is full"):
+        relu_program(3)
+    assert DEVICE.stats.programs_compiled == 2 and len(DEVICE.stats.compile_errors) == 1
+    assert all(torch.equal(p(torch.ones(i + 1, 3)), torch.ones(i + 1, 3)) for i, p in enumerate(kept))
+
+
+def test_a_released_program_frees_its_slot_and_cannot_run():
+    DEVICE.max_resident_programs = 1
+    program = relu_program(1)
+    program.release()
+    assert (DEVICE.stats.programs_resident, DEVICE.stats.programs_released) == (0, 1) and not program.resident
+    with pytest.raises(NPURuntimeError, match="released"):
+        program(torch.ones(1, 3))
+    relu_program(2)  # the slot is free again
+    assert DEVICE.stats.runtime_errors and DEVICE.stats.runs == 0
+
+
+def test_a_dropped_handle_frees_its_slot():
+    DEVICE.max_resident_programs = 1
+    program = relu_program(1)
+    del program
+    second = relu_program(2)  # no error: the first program was garbage-collected
+    assert DEVICE.stats.programs_released == 1 and second.resident
+
+
+def test_reset_keeps_program_memory_and_release_all_empties_it():
+    program = relu_program(1)
+    DEVICE.reset()
+    assert DEVICE.stats.programs_resident == 1 and DEVICE.stats.max_resident_programs == MAX_RESIDENT_PROGRAMS
+    DEVICE.release_all()
+    assert DEVICE.stats.programs_resident == 0 and not program.resident
 
 
 def test_outputs_keep_their_structure_and_never_alias_inputs():
@@ -219,17 +299,17 @@ def test_reset_zeroes_stats_and_cancels_faults_but_programs_stay_valid():
     assert torch.equal(program(x), expected)
 
 
-def test_busy_is_true_only_while_a_program_runs():
+def test_busy_is_true_only_while_the_device_compiles_or_runs():
     seen = []
     gm, x, _ = lowered("pointwise")
     original = KERNELS["relu"]
     KERNELS["relu"] = lambda self: (seen.append(DEVICE.busy), original(self))[1]
     try:
-        program = NPU.compile(gm, [x])  # steps bind their kernel at compile time
+        program = NPU.compile(gm, [x])  # steps bind their kernel at compile time, and run it once on meta tensors
         program(x)
     finally:
         KERNELS["relu"] = original
-    assert True in seen and not DEVICE.busy
+    assert seen == [True, True] and not DEVICE.busy
 
 
 def test_programs_are_made_by_compile_only():

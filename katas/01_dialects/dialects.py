@@ -12,28 +12,32 @@ import torch.fx
 
 
 class Dialect(str, enum.Enum):
-    MODULE = "module"        # symbolic_trace of nn.Modules: leaf modules are call_module nodes
-    TORCH = "torch"          # Dynamo graphs, symbolic_trace of functional code: torch-level calls
-    ATEN = "aten"            # OpOverload targets (make_fx, export, aot_autograd), at least one not core
-    CORE_ATEN = "core_aten"  # every OpOverload node tagged torch.Tag.core (export().run_decompositions())
+    MODULE = "module"        # a call_module node (symbolic_trace of nn.Modules); torch-level calls may sit beside it
+    TORCH = "torch"          # torch-level calls and no modules (Dynamo, symbolic_trace of functional code)
+    ATEN = "aten"            # aten-level only, and at least one aten/prims op without torch.Tag.core
+    CORE_ATEN = "core_aten"  # aten-level only, every aten op tagged torch.Tag.core; custom ops may ride along
 
 
 class MixedDialectError(ValueError):
-    """Raised when one graph holds aten-level nodes next to module- or torch-level ones."""
+    """Raised when one graph (its subgraphs included) holds aten-level nodes next to module- or torch-level
+    ones. The message names one node of each level by node.name, in single quotes: 'block_0', 'max_dim'."""
 
 
 def node_dialect(node: torch.fx.Node) -> Dialect | None:
     """The dialect one node belongs to, or None for a neutral node.
 
-    Neutral nodes: placeholder, get_attr, output, operator.getitem, and the `_guards_fn` call_module that
-    `torch.export`'s `ep.module()` adds. See README.md, "Classifying one node".
+    Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, custom ops (namespace neither
+    aten nor prims), operator.getitem, higher-order ops, grad-mode/autocast switches, and arithmetic on sizes
+    (a call_function whose recorded value is a SymInt or a number). An aten OpOverloadPacket is TORCH.
+    See README.md, "Classifying one node": the first row that matches decides.
     """
     raise NotImplementedError("node_dialect: classify one node — README.md, 'Classifying one node'")
 
 
 def detect_dialect(gm: torch.fx.GraphModule) -> Dialect:
-    """The dialect of the whole graph; MixedDialectError when aten-level nodes meet module/torch-level ones.
+    """The dialect of the whole graph, the subgraphs its higher-order ops call included; MixedDialectError
+    when aten-level nodes meet module- or torch-level ones. Answer for the graph as it is now (no caching).
 
-    See README.md, "Classifying a graph".
+    See README.md, "Subgraphs" and "Classifying a graph".
     """
     raise NotImplementedError("detect_dialect: classify a whole graph — README.md, 'Classifying a graph'")

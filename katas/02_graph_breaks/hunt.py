@@ -25,12 +25,14 @@ def find_graph_breaks(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list
     """Every graph break Dynamo makes while running `fn(*args, **kwargs)` under torch.compile.
 
     - Reset Dynamo first (torch._dynamo.reset()), so code compiled earlier cannot hide a break.
-    - Run `fn` once, compiled with backend="eager"; `fn` may be a function or an nn.Module.
+    - Run `fn` once, compiled with backend="eager", with every positional and keyword argument; `fn` may be
+      a function or an nn.Module.
     - Include the breaks torch._dynamo.explain misses: a break before any op, a frame that falls back
       to eager entirely.
-    - One GraphBreak per source line, in the order Dynamo first reports it; a line reported again is
-      not listed again.
-    - Leave torch's logging as you found it.
+    - One GraphBreak per location (filename, lineno), in the order Dynamo first reports it; a location
+      reported again is not listed again, but the same line number in two files is two breaks.
+    - Leave logging exactly as you found it (levels, propagate, handlers, filters), also when `fn` raises:
+      put back what you changed in a `finally:`; torch._logging.set_logs would reset the user's settings.
 
     See README.md, "Your finder".
     """

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 import torch.fx
-import torch.nn as nn  # noqa: F401 - you will want isinstance(module, nn.Linear)
+import torch.nn as nn  # noqa: F401 - you will want nn.Linear and nn.GELU (README: which modules are a Linear)
 
 # Importing katas.common.ops registers the fused op. LINEAR_GELU is the node target to create:
 #     LINEAR_GELU(x, weight, bias, approximate="none")  ==  F.gelu(F.linear(x, weight, bias), approximate=...)
@@ -22,12 +22,13 @@ def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
     - each fused pair becomes ONE node `LINEAR_GELU(x, weight, bias, approximate=...)`, carrying the GELU's
       `approximate` ("none" or "tanh"); `bias` is None for a Linear without bias;
     - works on the graph it receives: MODULE (call_module nn.Linear -> nn.GELU or F.gelu; weights through
-      get_attr nodes), TORCH (torch._C._nn.linear -> torch._C._nn.gelu), ATEN (aten.linear -> aten.gelu) and
-      decomposed graphs (aten.addmm(b, x, t(w)) / aten.mm(x, t(w)) -> aten.gelu, with an aten.view between
-      product and GELU for inputs of more than two dimensions);
+      get_attr nodes; a subclass counts only if it keeps the base class's forward), TORCH
+      (torch._C._nn.linear -> torch._C._nn.gelu), ATEN graphs that keep aten.linear (aten.linear ->
+      aten.gelu) and decomposed graphs, ATEN or CORE_ATEN (aten.addmm(b, x, t(w)) / aten.mm(x, t(w)) ->
+      aten.gelu, with an aten.view between product and GELU for inputs of more than two dimensions);
     - fuses a pair only when the Linear's output is read by the GELU and by nothing else;
     - leaves every other node alone, erases the nodes the rewrite leaves unused, passes gm.graph.lint(),
       and calls gm.recompile() so that calling gm runs the new graph;
     - a second call finds nothing to fuse and returns 0.
     """
-    raise NotImplementedError("fuse_linear_gelu: match, guard, rewrite, clean up — README.md, 'The pass in four steps'")
+    raise NotImplementedError("fuse_linear_gelu: match, guard, rewrite, clean up — README.md, 'What a fusion pass is'")

@@ -33,47 +33,70 @@ def npu_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Call
     """A torch.compile backend: return a callable that computes what `gm` computes, on the NPU where it can.
 
     Dynamo calls it once per graph it captures. `gm` is a Dynamo graph (torch-level calls such as
-    torch._C._nn.linear; the model's parameters are extra placeholders) and `example_inputs` are its real
-    inputs, in placeholder order. The callable you return is called with inputs like these and must return
-    what `gm(*inputs)` returns.
+    torch._C._nn.linear; the model's parameters are extra placeholders) and `example_inputs` are its inputs,
+    in placeholder order -- after a new batch size, a SymInt and tensors of symbolic shape among them. The
+    callable you return is called with concrete inputs like these and must return what `gm(*inputs)` returns.
 
-    - Lower to ATen, classify with your kata 4 support, partition, fuse Linear -> GELU (kata 3) inside each
-      NPU partition, compile each NPU partition with NPU.compile, and run everything else on the CPU.
-    - A partition NPU.compile rejects (NPUCompileError: float64, a symbolic shape) runs on the CPU, with an
-      NPUFallbackWarning naming the partition or node and the reason.
-    - A program call that raises NPURuntimeError (a device fault, a shape it was not compiled for) reruns that
-      partition on the CPU for that call only, with an NPUFallbackWarning; later calls use the NPU again.
+    - Lower to ATen with aot_autograd (inference graphs and training graphs come to different compilers),
+      legalise layout-only ops, partition with your kata 4 support, fuse Linear -> GELU (kata 3) inside each
+      NPU partition, and run everything else on the CPU.
+    - Each NPU partition compiles one NPU program per concrete input signature when it is first called, and
+      reuses it; in inference its parameters are program constants, uploaded again only when they change.
+    - A signature NPU.compile refuses (float64, program memory full) runs on the CPU from then on, with an
+      NPUFallbackWarning naming the partition, the input shapes and the reason.
+    - A program call that raises NPURuntimeError (a device fault) reruns that partition on the CPU for that
+      call only, with an NPUFallbackWarning; later calls use the NPU again.
     - Under autograd, outputs and gradients match eager.
 
     See README.md, "The pipeline".
     """
-    raise NotImplementedError("npu_backend: lower, partition, fuse, compile, return a callable — README.md, 'The pipeline'")
+    raise NotImplementedError("npu_backend: lower, legalise, partition, fuse, wrap each partition -- README.md, "
+                              "'The pipeline'")
 
 
-def compile_for_npu(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """Given an ATen graph (what aot_autograd hands its fw_compiler), return a runnable version of it whose
-    NPU partitions run as NPUPrograms. See README.md, "The pipeline", steps 2-4."""
-    raise NotImplementedError("compile_for_npu: partition an ATen graph and compile its NPU parts — README.md, 'The pipeline'")
+def compile_for_npu(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, freeze: bool = False) -> Callable:
+    """Given an ATen graph (what aot_autograd hands its compilers), return a runnable version of it whose NPU
+    partitions run as NPUPartitions. Compile nothing for the NPU here: `example_inputs` may have symbolic
+    shapes. `freeze`: parameters may become program constants (inference only). See README.md, "The pipeline"."""
+    raise NotImplementedError("compile_for_npu: legalise, partition, fuse, swap in NPUPartitions -- README.md, "
+                              "'The pipeline'")
+
+
+def legalize_for_npu(gm: torch.fx.GraphModule) -> int:
+    """Rewrite layout-only nodes the NPU has no op for (aten._unsafe_view) into NPU ops that do the same, in
+    place; return how many. See README.md, "Legalise before you partition"."""
+    raise NotImplementedError("legalize_for_npu: _unsafe_view -> view -- README.md, 'Legalise before you partition'")
 
 
 def partition_for_npu(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Move each maximal group of NPU-supported nodes of `gm` into a submodule; the rest stays in `gm`.
-    See README.md, "The pipeline", step 2."""
-    raise NotImplementedError("partition_for_npu: CapabilityBasedPartitioner with your kata 4 support — README.md, 'The pipeline'")
+    See README.md, "The pipeline", step 3."""
+    raise NotImplementedError("partition_for_npu: CapabilityBasedPartitioner with your kata 4 support -- README.md, "
+                              "'The pipeline'")
 
 
 class NPUPartition(torch.nn.Module):
-    """One NPU partition at run time: calls its NPUProgram; for a call that raises NPURuntimeError, warns and
-    runs `on_cpu` (the partition's own GraphModule) instead. See README.md, "Falling back"."""
+    """One NPU partition at run time: the partition's own GraphModule (`on_cpu`), and a cache of NPUPrograms,
+    one per input signature (shapes and dtypes of the tensors, values of the ints), compiled on first use.
 
-    def __init__(self, name: str, program: NPUProgram, on_cpu: torch.fx.GraphModule) -> None:
+    - With `freeze`, arguments that are nn.Parameters are program constants; a parameter that is another
+      tensor, or has another `_version`, than when it was frozen makes every program of this partition stale.
+    - A signature NPU.compile refuses runs `on_cpu` from then on (warn once, do not ask again).
+    - A program run that raises NPURuntimeError reruns `on_cpu` for that call only (warn).
+
+    See README.md, "New shapes", "When program memory is full", "Weights" and "Falling back".
+    """
+
+    def __init__(self, name: str, on_cpu: torch.fx.GraphModule, *, freeze: bool = False) -> None:
         super().__init__()
         self.name = name
-        self.program = program
         self.on_cpu = on_cpu  # not `self.cpu`: nn.Module.cpu() is a method
+        self.freeze = freeze
+        self.programs: dict[tuple, NPUProgram | None] = {}  # signature -> program, or None: the NPU refused it
 
-    def forward(self, *args: torch.Tensor) -> Any:
-        raise NotImplementedError("NPUPartition.forward: run the program, fall back for this call — README.md, 'Falling back'")
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError("NPUPartition.forward: find or compile the program for this signature, run it, "
+                                  "fall back -- README.md, 'New shapes'")
 
 
 # Register npu_backend under the name "kata_npu" when this module is imported, in a way that survives being

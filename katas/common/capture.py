@@ -26,6 +26,9 @@ import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 
 CAPTURES = ("symbolic_trace", "dynamo", "make_fx_pre_dispatch", "export", "make_fx", "aot_autograd", "export_core")
+# Captures that can keep the batch size symbolic (`capture(..., dynamic=True)`): Dynamo and aot_autograd with
+# `dynamic=True`, export with a `Dim` on dimension 0 of every input. Sizes then flow through the graph as SymInts.
+DYNAMIC_CAPTURES = ("dynamo", "aot_autograd", "export", "export_core")
 CAPTURE_DIALECT = {
     "symbolic_trace": "module",
     "dynamo": "torch",
@@ -63,12 +66,13 @@ class _GraphRecorder:
         return lambda *args: gm(*args)
 
 
-def _compile_and_capture(model: Callable, inputs: tuple, backend_for: Callable[[_GraphRecorder], Any], method: str) -> Captured:
+def _compile_and_capture(model: Callable, inputs: tuple, backend_for: Callable[[_GraphRecorder], Any], method: str,
+                         dynamic: bool = False) -> Captured:
     import torch._dynamo
 
     torch._dynamo.reset()  # otherwise same-code models share a cache and hit the recompile limit
     recorder = _GraphRecorder()
-    compiled = torch.compile(model, backend=backend_for(recorder), fullgraph=True, dynamic=False)
+    compiled = torch.compile(model, backend=backend_for(recorder), fullgraph=True, dynamic=dynamic)
     with torch.no_grad():
         compiled(*inputs)
     if len(recorder.graphs) != 1:
@@ -103,18 +107,24 @@ def _export_runner(ep: "torch.export.ExportedProgram", gm: torch.fx.GraphModule)
     return run
 
 
-def capture(model: Callable, inputs: tuple, method: str) -> Captured:
-    """Capture `model` called on `inputs` with `method` (one of CAPTURES). The model is not modified."""
+def capture(model: Callable, inputs: tuple, method: str, *, dynamic: bool = False) -> Captured:
+    """Capture `model` called on `inputs` with `method` (one of CAPTURES). The model is not modified.
+
+    `dynamic=True` keeps the batch size symbolic where the method can (DYNAMIC_CAPTURES; an error elsewhere):
+    Dynamo and aot_autograd compile with `dynamic=True`, export marks dimension 0 of every input with a `Dim`.
+    """
     inputs = tuple(inputs)
+    if dynamic and method not in DYNAMIC_CAPTURES:
+        raise ValueError(f"{method} cannot keep sizes symbolic; dynamic=True works with {', '.join(DYNAMIC_CAPTURES)}")
     if method == "symbolic_trace":
         gm = torch.fx.symbolic_trace(model)
         return Captured(method, gm, lambda *args: gm(*args))
     if method == "dynamo":
-        return _compile_and_capture(model, inputs, lambda recorder: recorder, method)
+        return _compile_and_capture(model, inputs, lambda recorder: recorder, method, dynamic)
     if method == "aot_autograd":
         from torch._dynamo.backends.common import aot_autograd
 
-        return _compile_and_capture(model, inputs, lambda recorder: aot_autograd(fw_compiler=recorder), method)
+        return _compile_and_capture(model, inputs, lambda recorder: aot_autograd(fw_compiler=recorder), method, dynamic)
     if method in ("make_fx", "make_fx_pre_dispatch"):
         with torch.no_grad():
             gm = make_fx(model, pre_dispatch=method == "make_fx_pre_dispatch")(*inputs)
@@ -122,7 +132,9 @@ def capture(model: Callable, inputs: tuple, method: str) -> Captured:
     if method in ("export", "export_core"):
         if not isinstance(model, torch.nn.Module):
             raise CaptureError(f"{method} needs an nn.Module, got {type(model).__name__}")
-        ep = torch.export.export(model, inputs)
+        batch = torch.export.Dim("batch")
+        dynamic_shapes = tuple({0: batch} for _ in inputs) if dynamic else None
+        ep = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
         if method == "export_core":
             ep = ep.run_decompositions()
         return Captured(method, ep.graph_module, _export_runner(ep, ep.graph_module))

@@ -3,7 +3,8 @@
 `MLPSpec` says everything about a model: layer widths, bias, activation, whether a Linear's output is
 also read elsewhere (residual) or returned, the input's batch shape, dtype, and whether the model calls
 nn.Modules or torch.nn.functional. `build_mlp(spec)` makes the model, `example_input(spec)` its input,
-`describe(spec)` the text a learner sees for a counterexample.
+`describe(spec)` the text a learner sees for a counterexample. `wrap_model(model, wrapping, in_features)`
+embeds a model inside torch.cond or `torch.no_grad()`, or after a custom op (WRAPPINGS; kata 1's fuzz).
 """
 from __future__ import annotations
 
@@ -132,3 +133,71 @@ def describe(spec: MLPSpec) -> str:
         lines.append(f"  z{i} = fc{i}: Linear({width} -> {layer.out_features}, {bias}); then {act}{reuse}")
         width = layer.out_features
     return "\n".join(lines)
+
+
+# How kata 1's fuzz embeds a random MLP in a bigger model, to meet the structure real captures contain.
+WRAPPINGS = ("plain", "cond", "no_grad", "custom_op")
+
+
+class CondWrapped(nn.Module):
+    """torch.cond on the data: one branch runs the wrapped model on x, the other on -x."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return torch.cond(x.amax() > 0, lambda t: self.inner(t), lambda t: self.inner(-t), (x,))
+
+
+class NoGradWrapped(nn.Module):
+    """The wrapped model inside `with torch.no_grad():`."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        with torch.no_grad():
+            return self.inner(x)
+
+
+class CustomOpFirst(nn.Module):
+    """kata::linear_gelu on the input with its own square weight, then the wrapped model."""
+
+    def __init__(self, inner: nn.Module, features: int) -> None:
+        super().__init__()
+        self.inner = inner
+        with torch.random.fork_rng():
+            torch.manual_seed(features)
+            self.weight, self.bias = nn.Parameter(torch.randn(features, features)), nn.Parameter(torch.randn(features))
+
+    def forward(self, x):
+        return self.inner(torch.ops.kata.linear_gelu(x, self.weight, self.bias))
+
+
+def wrap_model(model: nn.Module, wrapping: str, in_features: int) -> nn.Module:
+    """`model` embedded as WRAPPINGS names; "plain" returns it unchanged. The result is in eval mode."""
+    if wrapping == "plain":
+        return model
+    if wrapping == "cond":
+        wrapped = CondWrapped(model)
+    elif wrapping == "no_grad":
+        wrapped = NoGradWrapped(model)
+    elif wrapping == "custom_op":
+        from katas.common import ops  # noqa: F401 - registers torch.ops.kata.linear_gelu
+
+        wrapped = CustomOpFirst(model, in_features).to(next(model.parameters()).dtype)
+    else:
+        raise ValueError(f"unknown wrapping {wrapping!r}; choose from {', '.join(WRAPPINGS)}")
+    return wrapped.eval()
+
+
+def describe_wrapping(wrapping: str) -> str:
+    """One line for a counterexample: how the MLP was embedded."""
+    return {
+        "plain": "the MLP alone",
+        "cond": "inside torch.cond(x.amax() > 0, mlp(x), mlp(-x))",
+        "no_grad": "inside `with torch.no_grad():`",
+        "custom_op": "after torch.ops.kata.linear_gelu(x, w, b) on the input",
+    }[wrapping]

@@ -5,30 +5,42 @@ NPU_OPS holds canonical op names: the ATen op each node becomes, without namespa
 (`aten.addmm.default` -> "addmm", nn.Linear / F.linear / aten.linear -> "linear"). Everything else runs
 on the CPU.
 
-How the device behaves, in the order a backend meets it:
+How the device behaves, in the order a backend meets it. The API is shaped like a driver's: graphs and
+tensors go in, program handles and tensors come back, and everything the device knows about itself is in
+`DEVICE.stats`, plain data.
 
 - `NPU.compile(gm, example_inputs, name=None) -> NPUProgram` accepts an FX graph lowered to ATen: every
   compute node calls an `aten` (or `kata`) OpOverload whose canonical name is in NPU_OPS, with its
   functional (not in-place, not `out=`) overload. Inputs must be tensors of a static shape (no SymInt) and
-  an NPU dtype (float32, float16, bfloat16 — not float64). Anything else raises `NPUCompileError`, which
-  names the node and the reason. Compiling runs every kernel once on `meta` tensors, so a graph the NPU
-  accepts is a graph it can run.
-- `program(*tensors)` runs the graph node by node with the NPU's own kernels (`KERNELS`, keyed by canonical
+  an NPU dtype (float32, float16, bfloat16 — not float64), or plain Python ints (sizes the host computed:
+  the program is specialised to their values). Anything else raises `NPUCompileError`, which names the
+  node and the reason. Compiling runs every kernel once on `meta` tensors, so a graph the NPU accepts is a
+  graph it can run.
+- The graph's `get_attr` tensors are the program's *constants*: copied to the device once, at compile time
+  (a copy: changing the host tensor later does not change the program), and never sent again.
+- Program memory is finite: at most `DEVICE.max_resident_programs` (MAX_RESIDENT_PROGRAMS) programs are
+  resident at once. A program stays resident until `program.release()`, or until its last handle is
+  garbage-collected. `NPU.compile` on a full device raises NPUCompileError ("program memory is full").
+- `program(*args)` runs the graph node by node with the NPU's own kernels (`KERNELS`, keyed by canonical
   op). Each compute node is one launch; a fused `kata.linear_gelu` is one launch; layout ops (t, permute,
   transpose, view, reshape) run but cost no launch, because the NPU folds them into how the next kernel
-  reads memory. Inputs are copied to the device and outputs back, and both directions are counted. It
-  raises `NPURuntimeError` when an input's shape or dtype differs from the one compiled for, or when a fault
-  was injected with `DEVICE.inject_fault(n)`.
+  reads memory. Tensor inputs are copied to the device and outputs back on every run, and both directions
+  are counted. It raises `NPURuntimeError` when an input's shape, dtype or (for an int) value differs from
+  the one compiled for, when the program was released, or when a fault was injected with
+  `DEVICE.inject_fault(n)`.
 - `DEVICE` (the one NPU) keeps `DEVICE.stats`: programs compiled, compile errors, runs, runtime errors,
-  launches, every node that ran, ops run by canonical name, bytes each way and an estimated time.
-  `DEVICE.reset()` zeroes them.
+  launches, every node that ran, ops run by canonical name, bytes each way (constants and per-run inputs
+  apart), programs resident and released, and an estimated time. `DEVICE.reset()` zeroes the counters;
+  `DEVICE.release_all()` empties program memory.
 - `NPUFallbackWarning` is the warning category a backend uses whenever work it meant for the NPU runs on
   the CPU instead.
 """
 from __future__ import annotations
 
+import gc
 import inspect
 import itertools
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -44,6 +56,10 @@ NPU_OPS = frozenset({
 
 NPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
+# How many compiled programs fit in the NPU's program memory at once. (Dynamo keeps at most 8 compiled versions
+# of a frame, `torch._dynamo.config.recompile_limit`, for the same reason: compiled code is not free to keep.)
+MAX_RESIDENT_PROGRAMS = 8
+
 # Layout ops change how a buffer is indexed, not its contents: they run inside the next kernel, no launch.
 LAYOUT_OPS = frozenset({"t", "permute", "transpose", "view", "reshape"})
 
@@ -57,10 +73,11 @@ _OP_NAMESPACES = ("aten", "kata")
 
 
 class NPUCompileError(RuntimeError):
-    """The NPU cannot compile a graph. `node` names the node at fault, `reason` says why."""
+    """The NPU cannot compile a graph. `node` names the node at fault (or the program, when the graph is fine but
+    the device has no room for it), `reason` says why."""
 
-    def __init__(self, node: str, reason: str) -> None:
-        super().__init__(f"NPU cannot compile node {node!r}: {reason}")
+    def __init__(self, node: str, reason: str, *, what: str = "node") -> None:
+        super().__init__(f"NPU cannot compile {what} {node!r}: {reason}")
         self.node = node
         self.reason = reason
 
@@ -127,6 +144,10 @@ def _nbytes(value: Any) -> int:
     return sum(t.numel() * t.element_size() for t in _tensors(value))
 
 
+def _describe_value(value: Any) -> str:
+    return str(value) if type(value) is int else _describe_tensor(value)
+
+
 def _tensors(value: Any) -> list[torch.Tensor]:
     return [v for v in torch.utils._pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]
 
@@ -150,6 +171,8 @@ class NodeRun:
 
 @dataclass
 class NPUStats:
+    """Counters since the last `DEVICE.reset()`, plus the program memory's state (which a reset keeps)."""
+
     programs_compiled: int = 0
     compile_errors: list[str] = field(default_factory=list)  # the message of every NPUCompileError raised
     runs: int = 0  # program executions that completed
@@ -157,16 +180,23 @@ class NPUStats:
     launches: int = 0
     ops_run: Counter = field(default_factory=Counter)  # canonical op -> times run (layout ops included)
     nodes_run: list[NodeRun] = field(default_factory=list)
-    bytes_to_device: int = 0
+    bytes_to_device: int = 0  # constant_bytes_to_device + input_bytes_to_device
+    constant_bytes_to_device: int = 0  # programs' constants (get_attr tensors), uploaded once by NPU.compile
+    input_bytes_to_device: int = 0  # tensor inputs, uploaded by every run
     bytes_from_device: int = 0
     estimated_us: float = 0.0
+    programs_released: int = 0  # by program.release(), garbage collection or DEVICE.release_all()
+    programs_resident: int = 0  # in program memory now (not a counter: DEVICE.reset() keeps it)
+    max_resident_programs: int = MAX_RESIDENT_PROGRAMS
 
     def summary(self) -> str:
         """One paragraph a person can read in a failure message."""
         ops = ", ".join(f"{op} x{n}" for op, n in sorted(self.ops_run.items())) or "none"
         compiled = f"{self.programs_compiled} program(s) compiled, " if self.programs_compiled else ""
+        constants = (f" ({self.constant_bytes_to_device} B of it constants)" if self.constant_bytes_to_device else "")
         text = (f"{compiled}{self.runs} program run(s), {self.launches} launch(es); ops run on the NPU: {ops}; "
-                f"{self.bytes_to_device} B to the device, {self.bytes_from_device} B back; "
+                f"{self.bytes_to_device} B to the device{constants}, {self.bytes_from_device} B back; "
+                f"{self.programs_resident} of {self.max_resident_programs} program slots in use; "
                 f"estimated {self.estimated_us:.1f} us")
         if self.compile_errors:
             text += f"; {len(self.compile_errors)} compile error(s), first: {self.compile_errors[0]}"
@@ -176,18 +206,57 @@ class NPUStats:
 
 
 class NPUDevice:
-    """The one simulated NPU (`DEVICE`): statistics, fault injection, and whether a program is running."""
+    """The one simulated NPU (`DEVICE`): statistics, program memory, fault injection, and whether a program is
+    running."""
 
-    def __init__(self) -> None:
-        self.stats = NPUStats()
-        self.busy = False  # True while a program executes (host-side observers use it to tell NPU from CPU work)
+    def __init__(self, max_resident_programs: int = MAX_RESIDENT_PROGRAMS) -> None:
+        self.max_resident_programs = max_resident_programs
+        self.busy = False  # True while the device compiles or runs a program (observers tell NPU from CPU work by it)
         self._faults_pending = 0
         self._program_ids = itertools.count()
+        self._resident: set[int] = set()  # ids of the programs in program memory
+        self.stats = NPUStats()
+        self._sync_memory_stats()
 
     def reset(self) -> None:
-        """Zero the statistics and cancel pending faults. Compiled programs stay valid."""
+        """Zero the statistics and cancel pending faults. Compiled programs stay valid and resident."""
         self.stats = NPUStats()
         self._faults_pending = 0
+        self._sync_memory_stats()
+
+    def release_all(self) -> None:
+        """Empty program memory, as a device reset does: every program is released (calling one raises
+        NPURuntimeError). Statistics are kept."""
+        for program_id in list(self._resident):
+            self._release(program_id)
+
+    def _sync_memory_stats(self) -> None:
+        self.stats.programs_resident = len(self._resident)
+        self.stats.max_resident_programs = self.max_resident_programs
+
+    def _load(self, name: str, inputs: str) -> int:
+        """A slot in program memory for the program `name` (compiled for `inputs`); NPUCompileError when memory
+        stays full."""
+        if len(self._resident) >= self.max_resident_programs:
+            gc.collect()  # programs whose last handle is unreachable garbage are freed by their finalizers
+        if len(self._resident) >= self.max_resident_programs:
+            raise NPUCompileError(
+                name, f"no room for a program for inputs {inputs}: the NPU's program memory is full "
+                      f"({len(self._resident)} of {self.max_resident_programs} programs resident, "
+                      f"DEVICE.max_resident_programs)", what="program")
+        program_id = next(self._program_ids)
+        self._resident.add(program_id)
+        self._sync_memory_stats()
+        return program_id
+
+    def _release(self, program_id: int) -> None:
+        if program_id in self._resident:
+            self._resident.discard(program_id)
+            self.stats.programs_released += 1
+            self._sync_memory_stats()
+
+    def _is_resident(self, program_id: int) -> bool:
+        return program_id in self._resident
 
     def inject_fault(self, n: int = 1) -> None:
         """Make the next `n` program runs raise NPURuntimeError (a transient device fault)."""
@@ -250,6 +319,8 @@ def _check_op(node: torch.fx.Node) -> str:
 
 
 def _check_input(node: torch.fx.Node, value: Any, users: str) -> None:
+    if type(value) is int and node.op == "placeholder":
+        return  # a size the host computed: the program is specialised to this value
     if not isinstance(value, torch.Tensor):
         kind = "a symbolic integer (dynamic shapes)" if isinstance(value, torch.SymInt) else type(value).__name__
         raise NPUCompileError(node.name, f"input {node.name} is {kind}; NPU programs take tensors of static shape")
@@ -281,13 +352,21 @@ class NPU:
         `example_inputs` give each placeholder's shape and dtype (real or fake tensors both work); the program
         accepts exactly those shapes and dtypes.
         """
+        name = name or f"npu_program_{next(_unnamed)}"
+        DEVICE.busy = True  # compiling is the driver's work, not the model's host compute
         try:
-            program = NPUProgram._build(gm, list(example_inputs), name or f"npu_program_{next(DEVICE._program_ids)}")
+            program = NPUProgram._build(gm, list(example_inputs), name)
+            program._load()
         except NPUCompileError as error:
             DEVICE.stats.compile_errors.append(str(error))
             raise
+        finally:
+            DEVICE.busy = False
         DEVICE.stats.programs_compiled += 1
         return program
+
+
+_unnamed = itertools.count()
 
 
 class NPUProgram:
@@ -308,7 +387,9 @@ class NPUProgram:
         for node, value in zip(placeholders, example_inputs):
             _check_input(node, value, _users_text(node))
         self.placeholders = [n.name for n in placeholders]
-        self.input_specs = [(tuple(v.shape), v.dtype) for v in example_inputs]
+        self.input_specs = [v if type(v) is int else (tuple(v.shape), v.dtype) for v in example_inputs]
+        self.inputs_text = ", ".join(_describe_value(v) for v in example_inputs) or "none"
+        self._id = None
 
         self.constants: dict[str, torch.Tensor] = {}
         self.steps: list[_Step] = []
@@ -317,7 +398,7 @@ class NPUProgram:
             if node.op == "get_attr":
                 value = torch.fx.graph_module._get_attr(gm, node.target)  # noqa: SLF001 - the documented lookup helper
                 _check_input(node, value, _users_text(node))
-                self.constants[node.name] = value.detach()
+                self.constants[node.name] = value.detach().clone()  # the device's own copy
             elif node.op in ("call_function", "call_module", "call_method"):
                 op = _check_op(node)
                 kwargs = _bind(node.target, node.args, node.kwargs)
@@ -357,9 +438,24 @@ class NPUProgram:
         outputs = torch.fx.node.map_arg(self.output, lambda n: env[n.name])
         self.bytes_in = sum(_nbytes(v) for v in example_inputs)
         self.bytes_out = _nbytes(outputs)
+        self.constant_bytes = sum(_nbytes(v) for v in self.constants.values())
         self.estimated_us = (self.launches * LAUNCH_OVERHEAD_US + flops / FLOPS_PER_US
                              + (self.bytes_in + self.bytes_out) / HOST_BYTES_PER_US)
-        DEVICE.stats.bytes_to_device += sum(_nbytes(v) for v in self.constants.values())  # uploaded once
+
+    def _load(self) -> None:
+        """Take a slot in program memory and upload the constants, once."""
+        self._id = DEVICE._load(self.name, self.inputs_text)
+        weakref.finalize(self, DEVICE._release, self._id)  # a dropped handle frees its slot
+        DEVICE.stats.constant_bytes_to_device += self.constant_bytes
+        DEVICE.stats.bytes_to_device += self.constant_bytes
+
+    def release(self) -> None:
+        """Free this program's slot in program memory. Calling the program afterwards raises NPURuntimeError."""
+        DEVICE._release(self._id)
+
+    @property
+    def resident(self) -> bool:
+        return DEVICE._is_resident(self._id)
 
     def __repr__(self) -> str:
         ops = ", ".join(step.op for step in self.steps)
@@ -368,13 +464,25 @@ class NPUProgram:
     def _check_args(self, args: tuple) -> None:
         if len(args) != len(self.input_specs):
             raise NPURuntimeError(f"{self.name}: called with {len(args)} inputs, compiled for {len(self.input_specs)}")
-        for i, (arg, (shape, dtype)) in enumerate(zip(args, self.input_specs)):
+        for i, (arg, spec) in enumerate(zip(args, self.input_specs)):
+            if type(spec) is int:
+                if type(arg) is not int or arg != spec:
+                    raise NPURuntimeError(
+                        f"{self.name}: input {i} ({self.placeholders[i]}) is {_describe_value(arg)}, but the program "
+                        f"was compiled for the value {spec}; NPU programs have static shapes")
+                continue
+            shape, dtype = spec
             if not isinstance(arg, torch.Tensor) or tuple(arg.shape) != shape or arg.dtype != dtype:
                 raise NPURuntimeError(
-                    f"{self.name}: input {i} ({self.placeholders[i]}) is {_describe_tensor(arg)}, but the program was "
+                    f"{self.name}: input {i} ({self.placeholders[i]}) is {_describe_value(arg)}, but the program was "
                     f"compiled for {shape} {str(dtype).removeprefix('torch.')}; NPU programs have static shapes")
 
     def __call__(self, *args: torch.Tensor) -> Any:
+        if not self.resident:
+            error = NPURuntimeError(f"{self.name}: the program was released from the NPU's program memory; "
+                                    f"compile it again")
+            DEVICE.stats.runtime_errors.append(str(error))
+            raise error
         if DEVICE._take_fault():
             error = NPURuntimeError(f"{self.name}: device fault (injected with DEVICE.inject_fault)")
             DEVICE.stats.runtime_errors.append(str(error))
@@ -388,7 +496,8 @@ class NPUProgram:
         DEVICE.busy = True
         try:
             with torch.no_grad():
-                env = {name: arg.detach() for name, arg in zip(self.placeholders, args)}
+                env = {name: arg.detach() if isinstance(arg, torch.Tensor) else arg
+                       for name, arg in zip(self.placeholders, args)}
                 env.update(self.constants)
                 for step in self.steps:
                     env[step.node] = step.kernel(**torch.fx.node.map_arg(step.kwargs, lambda n: env[n.name]))
@@ -402,6 +511,7 @@ class NPUProgram:
         stats.runs += 1
         stats.launches += self.launches
         stats.bytes_to_device += self.bytes_in
+        stats.input_bytes_to_device += self.bytes_in
         stats.bytes_from_device += self.bytes_out
         stats.estimated_us += self.estimated_us
         return outputs

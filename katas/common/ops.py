@@ -3,6 +3,8 @@
 Registered with `torch.library.custom_op`, so it is one opaque node in every dialect (Dynamo, make_fx,
 export, aot_autograd) and never decomposes. Its CPU kernel is the unfused computation, bit-identical to
 eager `F.gelu(F.linear(x, weight, bias), approximate=approximate)`.
+
+It also registers `torch.ops.mylib.gelu`, a user's own custom op that is merely *called* gelu (kata 4).
 """
 from __future__ import annotations
 
@@ -56,3 +58,19 @@ def _backward(ctx, grad):
 linear_gelu.register_autograd(_backward, setup_context=_setup_context)
 
 LINEAR_GELU = torch.ops.kata.linear_gelu.default
+
+
+# A user's own custom op that happens to be called `gelu`, in a namespace of its own (kata 4). It computes the
+# tanh approximation by hand: torch treats it as one opaque node in every dialect, and the NPU, which runs only
+# aten and kata ops, has no kernel for it -- whatever its name says.
+@torch.library.custom_op("mylib::gelu", mutates_args=())
+def user_gelu(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+@user_gelu.register_fake
+def _user_gelu_fake(x):
+    return torch.empty_like(x)
+
+
+USER_GELU = torch.ops.mylib.gelu.default

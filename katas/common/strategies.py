@@ -66,3 +66,17 @@ def float_tensors(shape, *, scales=(1.0, 1e-2, 10.0)) -> st.SearchStrategy:
             lambda vs: torch.tensor(vs[0], dtype=torch.float32).reshape(dims) * vs[1])
 
     return shapes.flatmap(of_shape)
+
+
+def capture_plans(captures, wrappings=("plain",)) -> st.SearchStrategy[tuple[str, str, bool]]:
+    """(capture method, wrapping, dynamic) triples that can be captured: symbolic_trace cannot trace torch.cond,
+    and only `capture.DYNAMIC_CAPTURES` keep the batch size symbolic. Shrinks toward the first capture, the
+    first wrapping, static shapes."""
+    from katas.common.capture import DYNAMIC_CAPTURES
+
+    def plans_for(method: str) -> st.SearchStrategy[tuple[str, str, bool]]:
+        usable = tuple(w for w in wrappings if not (method == "symbolic_trace" and w == "cond")) or ("plain",)
+        dynamic = st.booleans() if method in DYNAMIC_CAPTURES else st.just(False)
+        return st.tuples(st.just(method), st.sampled_from(usable), dynamic)
+
+    return st.sampled_from(tuple(captures)).flatmap(plans_for)

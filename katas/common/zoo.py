@@ -105,6 +105,127 @@ class FusedLinearGelu(nn.Module):
         return self.fc2(torch.ops.kata.linear_gelu(x, self.fc1.weight, self.fc1.bias)) + x
 
 
+class TorchFirst(nn.Module):
+    """Torch functions before the first module call, and modules nested in a Sequential: symbolic_trace names
+    their nodes `block_0`, `block_1` while their targets are `block.0`, `block.1`."""
+
+    def __init__(self, d: int = 6) -> None:
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(d, d), nn.GELU())
+
+    def forward(self, x):
+        return self.block(torch.tanh(x) * 2).softmax(dim=-1)
+
+
+class SplitGate(nn.Module):
+    """No parameters: rows of (batch, tokens) split in two halves, one gating the other. export keeps
+    aten.reshape and aten.chunk, which are neither core ATen nor in export's default decomposition table
+    (run_decompositions() lowers them anyway, to view and split_with_sizes). Exported with a dynamic batch, the
+    reshape's sizes become SymInt arithmetic: aten.sym_size.int and operator.mul nodes."""
+
+    def forward(self, x):
+        batch, tokens, features = x.shape
+        a, b = x.reshape(batch * tokens, features).chunk(2, dim=-1)
+        return (torch.relu(a) * b).reshape(batch, tokens, -1)
+
+
+class CondBranches(nn.Module):
+    """torch.cond on the data. The branches hold every Linear, so the top-level graph has only the predicate
+    (amax, gt: both core ATen), the cond node and a getitem. symbolic_trace cannot trace it."""
+
+    def __init__(self, d: int = 4) -> None:
+        super().__init__()
+        self.pos, self.neg = nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x):
+        return torch.cond(x.amax() > 0, lambda t: torch.relu(self.pos(t)), lambda t: torch.sigmoid(self.neg(t)), (x,))
+
+
+class NoGradBlock(nn.Module):
+    """A Linear under `torch.no_grad()`, then relu and a residual add. export puts the block in a subgraph of the
+    higher-order op wrap_with_set_grad_enabled; make_fx(pre_dispatch=True) records torch._C._set_grad_enabled
+    calls around it."""
+
+    def __init__(self, d: int = 4) -> None:
+        super().__init__()
+        self.frozen = nn.Linear(d, d)
+
+    def forward(self, x):
+        with torch.no_grad():
+            h = self.frozen(x)
+        return torch.relu(h) + x
+
+
+class AutocastBlock(nn.Module):
+    """A Linear under torch.autocast (bfloat16 on CPU), cast back with .float(). export puts the block in a
+    subgraph of wrap_with_autocast; make_fx(pre_dispatch=True) records _enter_autocast / _exit_autocast calls;
+    run_decompositions() keeps aten._assert_tensor_metadata, which is not core ATen."""
+
+    def __init__(self, d: int = 4) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = self.fc(x)
+        return torch.relu(h.float())
+
+
+class Profiled(nn.Module):
+    """relu and mul inside torch.profiler.record_function: make_fx records the profiler's own operators
+    (profiler._record_function_enter_new, profiler._record_function_exit), which live outside the aten namespace.
+    (Dynamo ignores record_function, with a warning: capture this one with make_fx or export.)"""
+
+    def forward(self, x):
+        with torch.profiler.record_function("scaled_relu"):
+            return torch.relu(x) * 2
+
+
+class AtenPacket(nn.Module):
+    """User code calling torch.ops.aten.relu, the packet (no overload), before a Linear: symbolic_trace and Dynamo
+    keep the packet as the node's target; make_fx and export resolve it to aten.relu.default."""
+
+    def __init__(self, d: int = 4) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.fc(torch.ops.aten.relu(x))
+
+
+class HalfLowered(nn.Module):
+    """Deliberately mixed: a call to the ATen overload aten.max.dim, a getitem, then nested modules (`block.0`,
+    `block.1`). symbolic_trace gives aten-level and module-level nodes in one graph, never next to each other."""
+
+    def __init__(self, d: int = 4) -> None:
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(1, d), nn.ReLU())
+
+    def forward(self, x):
+        return self.block(torch.ops.aten.max.dim(x, -1, True)[0])
+
+
+class CondHalfLowered(nn.Module):
+    """Deliberately mixed, inside a branch: torch.cond whose true branch calls the ATen overload
+    aten.sin.default. Under Dynamo the top-level graph is torch-level and the branch subgraph holds an aten-level
+    node."""
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: torch.ops.aten.sin.default(t), lambda t: torch.cos(t), (x,))
+
+
+class PrivateNames(nn.Module):
+    """Submodules with unusual attribute names, `_fc` (leading underscore) and `Act` (capitalised): their
+    call_module nodes are the model like any other; only export's `_guards_fn` is bookkeeping."""
+
+    def __init__(self, d: int = 4) -> None:
+        super().__init__()
+        self._fc, self.Act = nn.Linear(d, d), nn.GELU()
+
+    def forward(self, x):
+        return self.Act(self._fc(x))
+
+
 @dataclass(frozen=True)
 class ZooModel:
     name: str
@@ -132,5 +253,15 @@ ZOO = {
         ZooModel("pointwise", Pointwise, (3, 4)),
         ZooModel("renamed", Renamed, (3, 6)),
         ZooModel("fused_linear_gelu", FusedLinearGelu, (2, 3, 4)),
+        ZooModel("torch_first", TorchFirst, (3, 6)),
+        ZooModel("split_gate", SplitGate, (2, 3, 4)),
+        ZooModel("cond_branches", CondBranches, (3, 4)),
+        ZooModel("no_grad_block", NoGradBlock, (3, 4)),
+        ZooModel("autocast_block", AutocastBlock, (3, 4)),
+        ZooModel("profiled", Profiled, (3, 4)),
+        ZooModel("aten_packet", AtenPacket, (3, 4)),
+        ZooModel("half_lowered", HalfLowered, (3, 4)),
+        ZooModel("cond_half_lowered", CondHalfLowered, (3, 4)),
+        ZooModel("private_names", PrivateNames, (3, 4)),
     )
 }

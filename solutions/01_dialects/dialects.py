@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import enum
+import functools
 import operator
+from typing import Iterator
 
 import torch
 import torch.fx
@@ -19,51 +21,110 @@ class MixedDialectError(ValueError):
     """Raised when one graph holds aten-level nodes next to module- or torch-level ones."""
 
 
-# Nodes that appear in every dialect and say nothing about it.
-NEUTRAL_FUNCTIONS = {operator.getitem}
-# export's `ep.module()` adds this call_module to check input guards; it is bookkeeping, not the model.
-NEUTRAL_MODULES = {"_guards_fn"}
+# PyTorch's own operator sets: ATen, and Prims below it (torch.compiler_ir). Any other namespace is a custom op.
+ATEN_NAMESPACES = frozenset({"aten", "prims"})
+# export's `ep.module()` adds this call_module to check its inputs: bookkeeping, not the model.
+GUARDS_MODULE = "_guards_fn"
+# Global-mode switches that make_fx(pre_dispatch=True) and Dynamo record for `torch.no_grad()` and
+# `torch.autocast` blocks: they change how the ops after them run, and compute nothing themselves.
+MODE_SWITCHES = (
+    torch._C._set_grad_enabled,
+    torch.amp.autocast_mode._enter_autocast,
+    torch.amp.autocast_mode._exit_autocast,
+)
+# What a shape computation records as its value: sizes are SymInts when they are symbolic, plain numbers when not.
+SHAPE_VALUES = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
+
+LEVEL_NAMES = {Dialect.MODULE: "module", Dialect.TORCH: "torch", Dialect.ATEN: "aten", Dialect.CORE_ATEN: "aten"}
+
+
+def _namespace(op: torch._ops.OpOverload | torch._ops.OpOverloadPacket) -> str:
+    """'aten' for aten.addmm.default and for the packet aten.relu; 'kata' for kata.linear_gelu."""
+    return op._qualified_op_name.split("::")[0] if isinstance(op, torch._ops.OpOverloadPacket) else op.namespace
+
+
+def _recorded_value(node: torch.fx.Node) -> object:
+    """The value the capture recorded for the node: meta["val"] (export, make_fx, aot_autograd) or
+    meta["example_value"] (Dynamo); None when it recorded none (symbolic_trace records nothing)."""
+    for key in ("val", "example_value"):
+        if key in node.meta:
+            return node.meta[key]
+    return None
+
+
+def _is_structure(node: torch.fx.Node) -> bool:
+    """A call_function that says nothing about the level: it unpacks, switches a mode, calls subgraphs, or
+    computes sizes."""
+    target = node.target
+    if target is operator.getitem or any(target is switch for switch in MODE_SWITCHES):
+        return True
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return True  # cond, while_loop, wrap_with_set_grad_enabled, ...: the ops are in its subgraphs
+    return isinstance(_recorded_value(node), SHAPE_VALUES)
 
 
 def node_dialect(node: torch.fx.Node) -> Dialect | None:
     """The dialect one node belongs to, or None when the node is neutral.
 
-    Neutral: placeholder, get_attr, output, operator.getitem, export's `_guards_fn` call_module.
+    Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, and the structure call_functions
+    (getitem, higher-order ops, mode switches, shape arithmetic), and custom ops (any namespace but aten/prims).
     """
     if node.op == "call_module":
-        return None if node.target in NEUTRAL_MODULES else Dialect.MODULE
+        return None if node.target == GUARDS_MODULE else Dialect.MODULE
     if node.op == "call_method":
         return Dialect.TORCH
     if node.op != "call_function":
         return None
-    if node.target in NEUTRAL_FUNCTIONS:
-        return None
-    if isinstance(node.target, torch._ops.OpOverload):
-        return Dialect.CORE_ATEN if torch.Tag.core in node.target.tags else Dialect.ATEN
-    if isinstance(node.target, torch._ops.OpOverloadPacket):
-        return Dialect.ATEN  # core-ness belongs to an overload; a packet is aten, never core
-    return Dialect.TORCH
+    target = node.target
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        if _namespace(target) not in ATEN_NAMESPACES:
+            return None  # a custom op: torch-level code and every lowering keep it as it is
+        if isinstance(target, torch._ops.OpOverloadPacket):
+            return Dialect.TORCH  # torch.ops.aten.relu(x): a Python call that picks its overload when it runs
+        return Dialect.CORE_ATEN if torch.Tag.core in target.tags else Dialect.ATEN
+    return None if _is_structure(node) else Dialect.TORCH
+
+
+def _attribute(gm: torch.fx.GraphModule, qualified_name: str) -> object:
+    return functools.reduce(getattr, qualified_name.split("."), gm)
+
+
+def graph_nodes(gm: torch.fx.GraphModule) -> Iterator[torch.fx.Node]:
+    """Every node of `gm`, each higher-order op node followed by the nodes of the subgraphs it calls (its get_attr
+    arguments that name GraphModules), recursively."""
+    for node in gm.graph.nodes:
+        yield node
+        if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
+            for arg in node.all_input_nodes:
+                if arg.op == "get_attr":
+                    subgraph = _attribute(gm, arg.target)
+                    if isinstance(subgraph, torch.fx.GraphModule):
+                        yield from graph_nodes(subgraph)
+
+
+def _describe(node: torch.fx.Node) -> str:
+    target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.target)
+    if isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        target = str(node.target)
+    return f"node {node.name!r} ({node.op} {target}) is {LEVEL_NAMES[node_dialect(node)]}-level"
 
 
 def detect_dialect(gm: torch.fx.GraphModule) -> Dialect:
-    """The dialect of a whole graph.
+    """The dialect of a whole graph, subgraphs of higher-order ops included.
 
-    MODULE if any node calls a module; else TORCH if any node is torch-level; else ATEN if any OpOverload is
-    not core; else CORE_ATEN. A graph with no dialect-bearing node is TORCH. Aten-level nodes beside module-
-    or torch-level nodes raise MixedDialectError naming one node of each.
+    MODULE if any node calls a module; else TORCH if any node is torch-level; else ATEN if any aten-level op is
+    not core; else CORE_ATEN if there is an aten-level op at all; else TORCH (nothing says otherwise). Aten-level
+    nodes beside module- or torch-level nodes raise MixedDialectError naming one node of each, quoted.
     """
     first: dict[Dialect, torch.fx.Node] = {}
-    for node in gm.graph.nodes:
+    for node in graph_nodes(gm):
         dialect = node_dialect(node)
         if dialect is not None:
             first.setdefault(dialect, node)
     aten_node = first.get(Dialect.ATEN) or first.get(Dialect.CORE_ATEN)
     high_node = first.get(Dialect.MODULE) or first.get(Dialect.TORCH)
     if aten_node is not None and high_node is not None:
-        raise MixedDialectError(
-            f"graph mixes levels: node {high_node.name!r} ({high_node.op} {high_node.target}) is "
-            f"{node_dialect(high_node).value}-level but node {aten_node.name!r} ({aten_node.target}) is aten-level"
-        )
+        raise MixedDialectError(f"graph mixes levels: {_describe(high_node)} but {_describe(aten_node)}")
     for dialect in (Dialect.MODULE, Dialect.TORCH, Dialect.ATEN, Dialect.CORE_ATEN):
         if dialect in first:
             return dialect

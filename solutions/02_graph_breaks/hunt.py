@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -31,9 +32,16 @@ GRAPH_BREAK_LOGGER_SUFFIX = ".__graph_breaks"
 # "Graph break in user code at FILE:LINE", or for a repeat within one torch.compile call "Graph break
 # (user stack suppressed due to duplicate graph break) in user code at FILE:LINE".
 _LOCATION = re.compile(r"in user code at (?P<filename>.+):(?P<lineno>\d+)\s*$", re.MULTILINE)
-# Frame-skip messages from convert_frame.py carry the location as a traceback line instead.
+# torch/_dynamo/convert_frame.py has a third form, for an unsupported construct that escapes tracing without
+# being reported ("Graph break: torch.compile cannot properly resume from this graph break, which results in a
+# skip."): it names the location only as traceback lines. No suspect here produces it on torch 2.13 with the
+# eager backend (breaks in loops and `with` blocks are reported with the header above); it is read anyway.
 _TRACEBACK_LINE = re.compile(r'File "(?P<filename>[^"]+)", line (?P<lineno>\d+)')
 _REASON_HEADER = "Graph Break Reason:"
+# What else torch prints while a function is compiled, outside the graph_breaks artifact: the hint after the
+# first `.item()` break of a process ("Graph break from `Tensor.item()`, consider setting ...") is a WARNING of
+# this module's logger, which torch's own handler writes to stderr.
+_HINT_LOGGERS = ("torch._dynamo.variables.tensor",)
 
 
 class _MessageCollector(logging.Handler):
@@ -50,6 +58,13 @@ class _MessageCollector(logging.Handler):
         self.messages.append(message)
 
 
+class _DropAll(logging.Filter):
+    """A logger filter that lets nothing through: on a logger, it silences what that logger itself logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
 def _graph_break_loggers() -> list[logging.Logger]:
     """Dynamo's `graph_breaks` artifact loggers (they exist once torch._dynamo is imported)."""
     names = [name for name in list(logging.root.manager.loggerDict) if name.endswith(GRAPH_BREAK_LOGGER_SUFFIX)]
@@ -60,23 +75,31 @@ def _graph_break_loggers() -> list[logging.Logger]:
 def _graph_break_messages() -> Iterator[list[str]]:
     """Switch the graph_breaks loggers on for the duration, into a list instead of stderr.
 
-    propagate=False keeps the records away from torch's stderr handler; every logger is put back
-    exactly as it was, so later torch.compile calls are as quiet as before.
+    Only what is changed here is put back, exactly as it was, in a `finally:`: each graph-break logger's level
+    and propagate flag, the collector handler, the filter on the hint loggers. Nothing goes through
+    torch._logging.set_logs, which would reset every other setting (a user's `recompiles` logging, say) and
+    replace torch's own handlers. propagate=False keeps the reports away from torch's stderr handler; the
+    filter keeps torch's `.item()` hint off stderr.
     """
-    collector = _MessageCollector()
+    collector, drop = _MessageCollector(), _DropAll()
     loggers = _graph_break_loggers()
+    hint_loggers = [logging.getLogger(name) for name in _HINT_LOGGERS]
     saved = [(logger, logger.level, logger.propagate) for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        logger.addHandler(collector)
     try:
+        for logger in loggers:
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
+            logger.addHandler(collector)
+        for logger in hint_loggers:
+            logger.addFilter(drop)
         yield collector.messages
     finally:
         for logger, level, propagate in saved:
             logger.removeHandler(collector)
             logger.setLevel(level)
             logger.propagate = propagate
+        for logger in hint_loggers:
+            logger.removeFilter(drop)
 
 
 def _location(message: str) -> tuple[str, int] | None:
@@ -107,14 +130,18 @@ def _cause(message: str) -> str:
 def find_graph_breaks(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[GraphBreak]:
     """Every graph break Dynamo makes while running `fn(*args, **kwargs)` under torch.compile.
 
-    One GraphBreak per source line that breaks, in the order Dynamo first reports it (execution
-    order); a line reported again (a helper called twice, a resumed frame that falls back) is listed
-    once. Resets Dynamo first so nothing compiled earlier hides a break. `fn` may be a function or an
-    nn.Module; it runs once, for real, with the eager backend (breaks are Dynamo's doing, whatever
-    the backend).
+    One GraphBreak per source line that breaks -- a (filename, lineno) pair: two files can break on the same
+    line number -- in the order Dynamo first reports it (execution order); a line reported again (a helper
+    called twice, a resumed frame that falls back) is listed once. Resets Dynamo first so nothing compiled
+    earlier hides a break. `fn` may be a function or an nn.Module; it runs once, for real, with the eager
+    backend (breaks are Dynamo's doing, whatever the backend), with every positional and keyword argument.
+    Torch's logging is left exactly as it was, also when fn raises (its exception propagates).
     """
     torch._dynamo.reset()
-    with _graph_break_messages() as messages:
+    with _graph_break_messages() as messages, warnings.catch_warnings():
+        # Dynamo warns once per process about a builtin it cannot trace (random.random, say); those warnings
+        # come from torch's own modules. fn's own warnings still show: it runs for real.
+        warnings.filterwarnings("ignore", module=r"torch\.")
         torch.compile(fn, backend="eager")(*args, **kwargs)
     breaks: list[GraphBreak] = []
     seen: set[tuple[str, int]] = set()

@@ -7,16 +7,18 @@ The pass works in four steps, the shape of every graph optimization:
 3. rewrite  -- put one fused node where the GELU was and point the GELU's users at it;
 4. clean up -- erase the nodes the rewrite left without users, lint, recompile.
 
-A Linear shows up as one of (see katas/common/capture.py for which tool produces which):
+A Linear shows up in one of four forms (see katas/common/capture.py for which tool produces which):
 
-    MODULE     call_module to an nn.Linear                       weights: get_attr nodes made by the pass
-    TORCH      torch._C._nn.linear(x, w, b)   (that is F.linear)
-    ATEN       aten.linear.default(x, w, b)
-    CORE_ATEN  aten.addmm.default(b, x, t(w))  or  aten.mm.default(x, t(w)),  t = aten.t or aten.permute [1, 0]
+    MODULE      call_module to an nn.Linear (or a subclass     weights: get_attr nodes made by the pass
+                that keeps nn.Linear.forward)
+    TORCH       torch._C._nn.linear(x, w, b)   (that is F.linear)
+    ATEN        aten.linear.default(x, w, b)   (torch.export, make_fx(pre_dispatch=True))
+    decomposed  aten.addmm.default(b, x, t(w))  or  aten.mm.default(x, t(w)),  t = aten.t or aten.permute [1, 0]
+                (make_fx and aot_autograd: ATEN dialect; export().run_decompositions(): CORE_ATEN)
 
 and a GELU as a call_module to nn.GELU, torch._C._nn.gelu (F.gelu) or aten.gelu.default.
 
-Core-ATen graphs of inputs with more than two dimensions (and of 1-D inputs) flatten the input to a matrix
+Decomposed graphs of inputs with more than two dimensions (and of 1-D inputs) flatten the input to a matrix
 and reshape the product back: `gelu(view(addmm(b, view(x, [N, in]), t(w)), [..., out]))`. GELU works
 element by element, so applying it before or after the reshape gives the same tensor. This pass keeps the
 reshape: the fused node takes the flattened matrix and the reshape now reads the fused node,
@@ -74,7 +76,7 @@ class Match:
     """One Linear -> GELU pair that is safe to fuse."""
 
     linear: Node
-    reshape: Optional[Node]  # the core-ATen view between the product and the GELU, if any
+    reshape: Optional[Node]  # the view between the product and the GELU of a decomposed graph
     gelu: Node
     approximate: str
 
@@ -83,7 +85,7 @@ def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
     """Fuse every safe Linear -> GELU pair of `gm` into one `torch.ops.kata.linear_gelu.default` node.
 
     Rewrites `gm` in place and returns the number of pairs fused. A pair is fused only when the Linear's
-    output (and, in core-ATen graphs, the reshape of it) is read by the GELU alone. GELU's `approximate`
+    output (and, in decomposed graphs, the reshape of it) is read by the GELU alone. GELU's `approximate`
     is carried over; a Linear without bias gets `bias=None`. Nodes outside the fused pairs are left as
     they are; nodes the rewrite leaves without users are erased. The graph lints and `gm` is recompiled,
     so calling `gm` runs the fused graph. Running the pass again fuses nothing and returns 0.

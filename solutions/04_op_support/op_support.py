@@ -20,11 +20,14 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from katas.common.npu import NPU_OPS
 
-# Node kinds that do work. placeholder, get_attr and output only move data in and out of the graph.
-COMPUTE_OPS = ("call_module", "call_function", "call_method")
+# Call nodes: the kinds of node that call something when the graph runs, and so need a verdict. placeholder,
+# get_attr and output only move data in and out of the graph. A call node need not be an op: getitem,
+# a higher-order op (cond) or arithmetic on sizes runs too, on the host.
+CALL_OPS = ("call_module", "call_function", "call_method")
 
 # call_module: the target is an attribute name the model's author chose ("fc1", "act", "block.0"), so it
-# says nothing reliable about the op. The module's class does.
+# says nothing reliable about the op. The module's class does -- and a subclass of one of these classes only
+# when it keeps the class's forward (see _module_op).
 MODULE_OPS: dict[type[nn.Module], str] = {
     nn.Linear: "linear",
     nn.GELU: "gelu",
@@ -75,25 +78,63 @@ FUNCTION_OPS: dict[Callable[..., Any], str] = {
 }
 
 
-def _overload_op(target: torch._ops.OpOverload | torch._ops.OpOverloadPacket) -> str:
-    """`aten.addmm.default` and `aten.addmm` -> "addmm"; `kata.linear_gelu.default` -> "linear_gelu"."""
-    packet = target.overloadpacket if isinstance(target, torch._ops.OpOverload) else target
-    return packet.__name__
+# The namespaces whose ops the NPU has kernels for: ATen, and its own fused ops (katas/common/npu.py compiles
+# nothing else). A custom op in any other namespace is a user's own code, whatever it is called.
+NPU_NAMESPACES = ("aten", "kata")
+
+
+def _module_op(module: nn.Module | None) -> str | None:
+    """The op of a module class in MODULE_OPS, or of a subclass that keeps that class's forward.
+
+    A subclass that only adds attributes (torch's own NonDynamicallyQuantizableLinear) computes exactly what
+    its base class computes. One that overrides forward (a LoRA adapter, torch.ao.nn.qat.Linear, which
+    fake-quantizes its weight first) computes something else, so it is no NPU op, even if it calls
+    super().forward() somewhere inside.
+    """
+    for cls in type(module).__mro__:
+        if cls in MODULE_OPS:
+            return MODULE_OPS[cls] if type(module).forward is cls.forward else None
+    return None
+
+
+def _overload_op(target: torch._ops.OpOverload | torch._ops.OpOverloadPacket) -> str | None:
+    """`aten.addmm.default` and `aten.addmm` -> "addmm"; `kata.linear_gelu.default` -> "linear_gelu";
+    None for an op of another namespace (`mylib.gelu`)."""
+    namespace, name = str(target).split(".")[:2]  # "aten.addmm.default", or "kata.linear_gelu" for a packet
+    return name if namespace in NPU_NAMESPACES else None
+
+
+def _computes_no_tensor(node: torch.fx.Node) -> bool:
+    """True if the capture recorded the node's value and it is not a tensor.
+
+    make_fx, export and aot_autograd record it in `meta["val"]`, Dynamo in `meta["example_value"]`;
+    symbolic_trace records nothing. With dynamic shapes, sizes are SymInts and arithmetic on them
+    (`operator.mul(sym_size, 5)`) is Python run by the host to compute a shape, not a tensor op: it is no
+    NPU op even though `operator.mul` on tensors is "mul".
+    """
+    for key in ("val", "example_value"):
+        if key in node.meta:
+            return not isinstance(node.meta[key], torch.Tensor)
+    return False
 
 
 def canonical_op(node: torch.fx.Node, submodules: Mapping[str, nn.Module]) -> str | None:
     """The ATen op `node` becomes, without namespace or overload ("linear", "addmm", "gelu", ...).
 
-    - call_module: by the type of `submodules[node.target]` (nn.Linear -> "linear"), never by its name.
-    - call_function: OpOverload / OpOverloadPacket -> the packet's name; any other callable by identity
-      (torch._C._nn.linear, F.relu, torch.relu, operator.add, ...).
+    - call_module: by the class of `submodules[node.target]` (nn.Linear -> "linear"), never by its name; a
+      subclass counts only if it keeps its base class's forward.
+    - call_function: an OpOverload / OpOverloadPacket of the aten or kata namespace -> the packet's name; any
+      other callable by identity (torch._C._nn.linear, F.relu, torch.relu, operator.add, ...).
     - call_method: the method's name ("t", "relu", "add", "view").
-    - None for placeholder, get_attr and output (they do no work), and for targets this table does not know
-      (an unknown module class, a user function kept in the graph by torch.fx.wrap).
+    - None for placeholder, get_attr and output (they do no work); for call nodes whose recorded value is not
+      a tensor (arithmetic on SymInt sizes); and for targets this table does not know (an unknown module
+      class, a higher-order op such as cond, a custom op of another namespace, a user function kept in the
+      graph by torch.fx.wrap).
     """
+    if node.op not in CALL_OPS or _computes_no_tensor(node):
+        return None
     if node.op == "call_module":
-        module = submodules.get(node.target)  # dotted names ("block.0") are keys of named_modules() too
-        return MODULE_OPS.get(type(module)) if module is not None else None
+        return _module_op(submodules.get(node.target))  # dotted names ("block.0") are keys of named_modules()
     if node.op == "call_method":
         return node.target
     if node.op == "call_function":
@@ -115,19 +156,20 @@ class NPUOperatorSupport(OperatorSupportBase):
     """
 
     def is_node_supported(self, submodules: Mapping[str, nn.Module], node: torch.fx.Node) -> bool:
-        return node.op in COMPUTE_OPS and canonical_op(node, submodules) in NPU_OPS
+        return node.op in CALL_OPS and canonical_op(node, submodules) in NPU_OPS
 
 
 def classify(gm: torch.fx.GraphModule) -> dict[str, str]:
-    """Every compute node's name -> "npu" or "cpu", in graph order.
+    """Every call node's name -> "npu" or "cpu", in graph order.
 
-    Compute nodes are call_module, call_function (operator.getitem included) and call_method nodes;
-    placeholder, get_attr and output nodes are left out.
+    Call nodes are call_module, call_function and call_method nodes -- operator.getitem, higher-order ops and
+    shape arithmetic included: they are no ops, but the graph runs them, on the CPU. placeholder, get_attr and
+    output nodes are left out.
     """
     submodules = dict(gm.named_modules())
     support = NPUOperatorSupport()
     return {
         node.name: "npu" if support.is_node_supported(submodules, node) else "cpu"
         for node in gm.graph.nodes
-        if node.op in COMPUTE_OPS
+        if node.op in CALL_OPS
     }

@@ -1,12 +1,18 @@
 """Hidden checks for kata 1 (graph dialects). Learners: solve the kata from README.md, not from here.
 
 Every check builds real graphs with `katas.common.capture` and compares the attempt's answer with the
-dialect each capture is known to produce (see the table in katas/common/capture.py) and, node by node,
-with the reference solution.
+dialect the lesson assigns: whole graphs against what each model and capture are known to give (see the table
+in katas/common/capture.py and the models' docstrings in katas/common/zoo.py), single nodes against the lesson's
+node-by-node rules (the fuzz check asks the reference for those, since the lesson defines them node by node).
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import operator
+import re
+import sys
+from pathlib import Path
 
 import torch
 import torch.fx
@@ -15,12 +21,34 @@ from hypothesis import strategies as st
 from checker.kit import Checks, Context, CheckFailed, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES
+from katas.common.models import WRAPPINGS, build_mlp, describe_wrapping, wrap_model
 from katas.common.naming import target_name
-from katas.common.models import build_mlp
-from katas.common.strategies import mlp_specs
+from katas.common.strategies import capture_plans, mlp_specs
 from katas.common.zoo import ZOO
 
 CHECKS = Checks()
+aten = torch.ops.aten
+HIGH_LEVELS = ("module", "torch")  # the dialects of module- and torch-level nodes; "aten", "core_aten" are aten-level
+
+
+def _load_probes():
+    """hidden/probes.py (kata folders are not packages): the questions asked where the attempt's code runs."""
+    name = "kata01_dialects_probes"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("probes.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+probes = _load_probes()
+
+
+def run_probe(ctx: Context, fn, *args):
+    """`fn(attempt, *args)` where the attempt's code runs (ctx.probe), or here when the checker has no worker."""
+    probe = getattr(ctx, "probe", None)
+    return probe(fn, *args) if probe is not None else fn(ctx.attempt, *args)
 
 
 def value(dialect) -> str | None:
@@ -32,19 +60,67 @@ def node_text(node: torch.fx.Node) -> str:
     return f"{node.name} ({node.op} {target_name(node.target)})"
 
 
-def graph_summary(gm: torch.fx.GraphModule, limit: int = 8) -> str:
-    ops = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    shown = ", ".join(node_text(n) for n in ops[:limit])
-    return shown + (f", … {len(ops) - limit} more" if len(ops) > limit else "") if ops else "(no op nodes)"
+def _attribute(gm: torch.fx.GraphModule, qualified_name: str) -> object:
+    return functools.reduce(getattr, qualified_name.split("."), gm)
 
 
-def captured(model_name: str, method: str) -> torch.fx.GraphModule:
+def subgraphs(gm: torch.fx.GraphModule, node: torch.fx.Node) -> list[tuple[str, torch.fx.GraphModule]]:
+    """The subgraphs a higher-order op node calls: its get_attr arguments that hold GraphModules."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.HigherOrderOperator):
+        return []
+    found = []
+    for arg in node.all_input_nodes:
+        if arg.op == "get_attr" and isinstance(_attribute(gm, arg.target), torch.fx.GraphModule):
+            found.append((arg.target, _attribute(gm, arg.target)))
+    return found
+
+
+def all_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The graph's nodes and, after each higher-order op, the nodes of the subgraphs it calls (recursively)."""
+    nodes = []
+    for node in gm.graph.nodes:
+        nodes.append(node)
+        for _, sub in subgraphs(gm, node):
+            nodes.extend(all_nodes(sub))
+    return nodes
+
+
+def graph_summary(gm: torch.fx.GraphModule, limit: int = 10) -> str:
+    """The op nodes a person would look at, subgraphs of higher-order ops spelled out after their node."""
+    shown: list[str] = []
+    total = 0
+
+    def walk(graph_module: torch.fx.GraphModule, prefix: str) -> None:
+        nonlocal total
+        for node in graph_module.graph.nodes:
+            if node.op in ("placeholder", "output", "get_attr"):
+                continue
+            total += 1
+            if len(shown) < limit:
+                shown.append(prefix + node_text(node))
+            for name, sub in subgraphs(graph_module, node):
+                walk(sub, f"{prefix}{name}/")
+
+    walk(gm, "")
+    if not shown:
+        return "(no op nodes)"
+    return ", ".join(shown) + (f", … {total - limit} more" if total > limit else "")
+
+
+def captured(model_name: str, method: str, *, dynamic: bool = False) -> torch.fx.GraphModule:
     model = ZOO[model_name]
-    return capture(model.build(), model.inputs(), method).gm
+    return capture(model.build(), model.inputs(), method, dynamic=dynamic).gm
 
 
-def first_node(gm: torch.fx.GraphModule, predicate) -> torch.fx.Node:
-    return next(n for n in gm.graph.nodes if predicate(n))
+def how_captured(model_name: str, method: str, *, dynamic: bool = False) -> str:
+    return f"{method} of the `{model_name}` model" + (" with a symbolic batch size" if dynamic else "")
+
+
+def find_node(gm: torch.fx.GraphModule, predicate, what: str) -> torch.fx.Node:
+    for node in all_nodes(gm):
+        if predicate(node):
+            return node
+    raise AssertionError(f"internal: no {what} in this graph; torch {torch.__version__} captures it differently")
 
 
 def expect_node(ctx: Context, node: torch.fx.Node, expected: str | None, why: str) -> None:
@@ -64,14 +140,86 @@ def expect_graph(ctx: Context, gm: torch.fx.GraphModule, expected: str, how: str
                             f"graph: {graph_summary(gm)}")
 
 
+def expect_zoo(ctx: Context, models, method: str, expected: str, why: str, *, dynamic: bool = False,
+               deep_also=()) -> None:
+    """expect_graph on each zoo model captured with `method`; `deep_also` adds models that repeat a rule already
+    covered, for the deep profile only (they cost capture time and teach nothing new)."""
+    for name in tuple(models) + (tuple(deep_also) if ctx.deep else ()):
+        how = how_captured(name, method, dynamic=dynamic)
+        expect_graph(ctx, captured(name, method, dynamic=dynamic), expected, how, why)
+
+
+def expect_answer(answer: str | None, expected: str | None, asked: str, why: str, graph: torch.fx.GraphModule) -> None:
+    """Judge an answer a probe brought back (see probes.answer)."""
+    if isinstance(answer, str) and answer.startswith("MixedDialectError"):
+        raise CheckFailed(f"{asked} raised {answer}, expected {expected!r}: {why}\ngraph: {graph_summary(graph)}")
+    expect(answer == expected, f"{asked} returned {answer!r}, expected {expected!r}: {why}\ngraph: {graph_summary(graph)}")
+
+
+# --- MixedDialectError: the exception, and the two nodes its message must name ---------------------------------
+
+QUOTED = re.compile(r"""['"]([^'"\s]+)['"]""")
+
+
+def _levels_by_name(ctx: Context, gm: torch.fx.GraphModule) -> dict[str, set[str]]:
+    """node.name -> the levels ('high' or 'aten') of the nodes so named, subgraphs included."""
+    levels: dict[str, set[str]] = {}
+    for node in all_nodes(gm):
+        dialect = value(ctx.reference.node_dialect(node))
+        if dialect is not None:
+            levels.setdefault(node.name, set()).add("high" if dialect in HIGH_LEVELS else "aten")
+    return levels
+
+
+def _expect_names_one_node_of_each_level(ctx: Context, gm: torch.fx.GraphModule, how: str, text: str) -> None:
+    levels = _levels_by_name(ctx, gm)
+    quoted = QUOTED.findall(text)
+    named = {level for name in quoted for level in levels.get(name, ())}
+    if named >= {"high", "aten"}:
+        return
+    high = sorted(name for name, found in levels.items() if "high" in found)
+    low = sorted(name for name, found in levels.items() if "aten" in found)
+    targets = {str(node.target): node.name for node in all_nodes(gm) if node.name in levels}
+    hints = [f"{name!r} is a target; that node is named {targets[name]!r}" for name in quoted
+             if name not in levels and name in targets]
+    missing = [kind for kind, present in (("module- or torch-level", "high" in named), ("aten-level", "aten" in named))
+               if not present]
+    lacks = "no node of either level" if len(missing) == 2 else f"no {missing[0]} node"
+    raise CheckFailed(
+        f"MixedDialectError on {how} must name one node of each level by node.name, in quotes, so the reader can "
+        f"find them — here one of {', '.join(map(repr, high))} and one of {', '.join(map(repr, low))}. "
+        f"Your message quotes the name of {lacks}" + (f" ({'; '.join(hints)})" if hints else "") + f": {text[:300]!r}")
+
+
+def expect_mixed(ctx: Context, gm: torch.fx.GraphModule, how: str, why: str) -> None:
+    error_type = getattr(ctx.attempt, "MixedDialectError", None)
+    try:
+        got = ctx.attempt.detect_dialect(gm)
+    except ValueError as exc:
+        if error_type is None or not isinstance(exc, error_type):
+            raise CheckFailed(f"detect_dialect on {how} raised {type(exc).__name__}: {exc}; expected MixedDialectError "
+                              f"because {why}") from None
+        _expect_names_one_node_of_each_level(ctx, gm, how, str(exc))
+        return
+    raise CheckFailed(f"detect_dialect on {how} returned {value(got)!r}; expected MixedDialectError because {why}\n"
+                      f"graph: {graph_summary(gm)}")
+
+
 # --- stage: nodes -----------------------------------------------------------------------------------------
 
 @CHECKS.check(stage="nodes", weight=2)
 def call_module_node_is_module(ctx):
     "a call_module node is MODULE"
     gm = captured("mlp", "symbolic_trace")
-    expect_node(ctx, first_node(gm, lambda n: n.op == "call_module"), "module",
+    expect_node(ctx, find_node(gm, lambda n: n.op == "call_module", "call_module node"), "module",
                 "symbolic_trace keeps leaf modules as call_module nodes whose target is the submodule's name")
+    gm = captured("torch_first", "symbolic_trace")
+    expect_node(ctx, find_node(gm, lambda n: n.target == "block.0", "call_module block.0"), "module",
+                "a module nested in a Sequential is a call_module node too (node block_0, target 'block.0')")
+    gm = captured("private_names", "symbolic_trace")
+    expect_node(ctx, find_node(gm, lambda n: n.target == "_fc", "call_module _fc"), "module",
+                "a submodule whose name starts with an underscore is part of the model; only the call_module whose "
+                "target is exactly '_guards_fn' is export's bookkeeping")
 
 
 @CHECKS.check(stage="nodes", weight=1)
@@ -85,87 +233,271 @@ def structural_nodes_are_neutral(ctx):
 
 @CHECKS.check(stage="nodes", weight=2)
 def torch_level_calls_are_torch(ctx):
-    "torch functions and tensor methods are TORCH"
+    "torch functions, operators on tensors and tensor methods are TORCH"
     gm = captured("mlp", "dynamo")
-    expect_node(ctx, first_node(gm, lambda n: n.op == "call_function"), "torch",
+    expect_node(ctx, find_node(gm, lambda n: n.op == "call_function", "call_function"), "torch",
                 "Dynamo graphs call torch-level functions such as torch._C._nn.linear (that is what F.linear is)")
+    gm = captured("pointwise", "dynamo")
+    for op in (operator.mul, operator.add):
+        expect_node(ctx, find_node(gm, lambda n: n.target is op, f"operator.{op.__name__}"), "torch",
+                    f"`a {'*' if op is operator.mul else '+'} b` on tensors is torch-level compute: its recorded value "
+                    f"(meta['example_value']) is a tensor, not a size")
+    gm = captured("functional", "symbolic_trace")
+    expect_node(ctx, find_node(gm, lambda n: n.op == "call_function", "call_function"), "torch",
+                "symbolic_trace records no values, and a call_function without a recorded value is not shape "
+                "arithmetic: F.linear is torch-level")
     gm = captured("attention", "symbolic_trace")
-    expect_node(ctx, first_node(gm, lambda n: n.op == "call_method"), "torch",
+    expect_node(ctx, find_node(gm, lambda n: n.op == "call_method", "call_method"), "torch",
                 "a call_method node (x.softmax(...), x.transpose(...)) is a torch-level tensor method")
 
 
 @CHECKS.check(stage="nodes", weight=2)
 def overloads_split_by_core_tag(ctx):
-    "OpOverloads are CORE_ATEN when tagged torch.Tag.core, else ATEN"
+    "aten OpOverloads are CORE_ATEN when tagged torch.Tag.core, else ATEN"
     gm = captured("mlp", "make_fx")
-    expect_node(ctx, first_node(gm, lambda n: n.target == torch.ops.aten.t.default), "aten",
+    expect_node(ctx, find_node(gm, lambda n: n.target == aten.t.default, "aten.t.default"), "aten",
                 "aten.t.default is an OpOverload without torch.Tag.core in its .tags")
-    expect_node(ctx, first_node(gm, lambda n: n.target == torch.ops.aten.addmm.default), "core_aten",
+    expect_node(ctx, find_node(gm, lambda n: n.target == aten.addmm.default, "aten.addmm.default"), "core_aten",
                 "aten.addmm.default carries torch.Tag.core in its .tags")
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(lambda x: x.sum() + x.sum(dim=-1))(torch.randn(2, 3))
+    expect_node(ctx, find_node(gm, lambda n: n.target == aten.sum.default, "aten.sum.default"), "aten",
+                "core-ness belongs to each overload: aten.sum.default has no torch.Tag.core, although "
+                "aten.sum.dim_IntList has")
+    expect_node(ctx, find_node(gm, lambda n: n.target == aten.sum.dim_IntList, "aten.sum.dim_IntList"), "core_aten",
+                "aten.sum.dim_IntList carries torch.Tag.core")
 
 
 @CHECKS.check(stage="nodes", weight=1)
 def getitem_is_neutral(ctx):
-    "operator.getitem is neutral (None)"
+    "operator.getitem is neutral (None) wherever it appears"
     gm = captured("norm_block", "make_fx")
-    expect_node(ctx, first_node(gm, lambda n: n.target is operator.getitem), None,
-                "aten ops with several outputs (native_layer_norm, max.dim) are unpacked with operator.getitem in aten graphs too")
+    expect_node(ctx, find_node(gm, lambda n: n.target is operator.getitem, "getitem"), None,
+                "aten ops with several outputs (native_layer_norm, max.dim) are unpacked with operator.getitem in "
+                "aten graphs")
+    gm = captured("attention", "dynamo")
+    expect_node(ctx, find_node(gm, lambda n: n.target is operator.getitem, "getitem"), None,
+                "getitem is neutral in torch-level graphs too: here it unpacks the q, k, v of a torch-level chunk")
+
+
+@CHECKS.check(stage="nodes", weight=1)
+def aten_packets_are_torch(ctx):
+    "a call through an aten OpOverloadPacket (torch.ops.aten.relu(x)) is TORCH"
+    gm = captured("aten_packet", "symbolic_trace")
+    expect_node(ctx, find_node(gm, lambda n: n.target is aten.relu, "packet aten.relu"), "torch",
+                "user code called torch.ops.aten.relu, the packet: a Python call that picks its overload when it runs. "
+                "Lowering tools (make_fx, export, aot_autograd) always record an OpOverload such as aten.relu.default")
+
+
+@CHECKS.check(stage="nodes", weight=2)
+def custom_ops_are_neutral(ctx):
+    "custom ops (namespace not aten or prims), overload or packet, are neutral"
+    gm = captured("fused_linear_gelu", "make_fx")
+    expect_node(ctx, find_node(gm, lambda n: n.target == torch.ops.kata.linear_gelu.default, "kata.linear_gelu.default"),
+                None, "a custom op is kept as it is at every level, so it says nothing about the level")
+    gm = captured("fused_linear_gelu", "dynamo")
+    expect_node(ctx, find_node(gm, lambda n: n.target is torch.ops.kata.linear_gelu, "packet kata.linear_gelu"), None,
+                "torch-level code calls a custom op like any function (Dynamo keeps the packet kata.linear_gelu); "
+                "it is still a custom op")
+    gm = probes.build_graph("profiled", "make_fx")  # its profiler nodes hold objects that cannot be copied across
+    node = find_node(gm, lambda n: getattr(n.target, "namespace", None) == "profiler", "profiler op")
+    answers = run_probe(ctx, probes.probe_graph, "profiled", "make_fx", [node.name])
+    expect_answer(answers["nodes"][node.name], None, f"node_dialect({node_text(node)})",
+                  "torch.profiler.record_function records operators of the `profiler` namespace: not aten, so custom "
+                  "ops like kata.linear_gelu", gm)
+
+
+@CHECKS.check(stage="nodes", weight=1)
+def higher_order_ops_are_neutral(ctx):
+    "higher-order ops (cond, wrap_with_set_grad_enabled, ...) are neutral"
+    gm = captured("cond_branches", "export")
+    expect_node(ctx, find_node(gm, lambda n: n.target is torch.ops.higher_order.cond, "cond node"), None,
+                "torch.cond becomes a HigherOrderOperator node that calls two subgraphs; the ops are inside them")
+    gm = captured("no_grad_block", "export")
+    node = find_node(gm, lambda n: isinstance(n.target, torch._ops.HigherOrderOperator), "wrap_with_set_grad_enabled")
+    expect_node(ctx, node, None, "export puts a `torch.no_grad()` block in a subgraph called by the higher-order op "
+                                 "wrap_with_set_grad_enabled (that node is named after the block's first op)")
+
+
+@CHECKS.check(stage="nodes", weight=1)
+def shape_arithmetic_is_neutral(ctx):
+    "arithmetic on sizes (SymInt values) is neutral; aten.sym_size.int is an aten op"
+    gm = captured("split_gate", "export", dynamic=True)
+    is_size_mul = lambda n: n.target is operator.mul  # noqa: E731
+    expect_node(ctx, find_node(gm, is_size_mul, "operator.mul on sizes"), None,
+                "with a symbolic batch, export computes the reshape's size batch * tokens with operator.mul; its "
+                "meta['val'] is a SymInt: shape arithmetic, not a tensor op")
+    expect_node(ctx, find_node(gm, lambda n: n.target == aten.sym_size.int, "aten.sym_size.int"), "core_aten",
+                "aten.sym_size.int is an aten OpOverload, tagged torch.Tag.core")
+    gm = captured("split_gate", "dynamo", dynamic=True)
+    size_mul = find_node(gm, lambda n: n.target is operator.mul and isinstance(n.meta.get("example_value"), torch.SymInt),
+                         "operator.mul on sizes")
+    expect_node(ctx, size_mul, None, "Dynamo records the value in meta['example_value']: a SymInt here, so shape arithmetic")
+    tensor_mul = find_node(gm, lambda n: n.target is operator.mul and isinstance(n.meta.get("example_value"), torch.Tensor),
+                           "operator.mul on tensors")
+    expect_node(ctx, tensor_mul, "torch", "the same operator.mul on tensors (its example_value is a tensor) is torch-level")
+
+
+@CHECKS.check(stage="nodes", weight=1)
+def mode_switches_are_neutral(ctx):
+    "grad-mode and autocast switches are neutral"
+    gm = captured("no_grad_block", "make_fx_pre_dispatch")
+    expect_node(ctx, find_node(gm, lambda n: n.target is torch._C._set_grad_enabled, "torch._C._set_grad_enabled"), None,
+                "make_fx(pre_dispatch=True) records `with torch.no_grad():` as torch._C._set_grad_enabled calls: a "
+                "mode switch for the ops after it, not a computation")
+    gm = captured("autocast_block", "make_fx_pre_dispatch")
+    for switch in (torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast):
+        expect_node(ctx, find_node(gm, lambda n: n.target is switch, switch.__name__), None,
+                    f"`with torch.autocast(...)` is recorded as {switch.__name__} calls: mode switches")
 
 
 # --- stages: module, torch, aten, core_aten: whole graphs from every capture -------------------------------
 
-def _zoo_in_capture(ctx, models, method, expected, why):
-    for name in models:
-        expect_graph(ctx, captured(name, method), expected, f"{method} of the `{name}` model", why)
-
-
 @CHECKS.check(stage="module", weight=3)
 def symbolic_trace_of_modules_is_module(ctx):
-    "symbolic_trace of nn.Module models is MODULE, even with torch functions in forward"
-    _zoo_in_capture(ctx, ("mlp", "residual", "norm_block", "attention"), "symbolic_trace", "module",
-                    "one call_module node makes the graph MODULE; torch.relu or x.softmax() beside it do not change that")
+    "symbolic_trace of nn.Module models is MODULE, whatever comes before or after the module calls"
+    expect_zoo(ctx, ("mlp", "residual", "norm_block", "attention", "torch_first", "private_names"), "symbolic_trace",
+               "module", "one call_module node makes the graph MODULE; torch.relu, tanh or x.softmax() before or after "
+               "it (and however many of them) do not change that, nor does the submodule's name (`_fc`, `Act`)")
+
+
+@CHECKS.check(stage="module", weight=2)
+def module_graphs_with_custom_ops_and_packets_are_module(ctx):
+    "module graphs that call a custom op or an aten packet are MODULE"
+    expect_zoo(ctx, ("fused_linear_gelu",), "symbolic_trace", "module",
+               "kata.linear_gelu is a custom op: neutral, so the module calls decide")
+    expect_zoo(ctx, ("aten_packet",), "symbolic_trace", "module",
+               "torch.ops.aten.relu called through its packet is torch-level, which a module graph may hold")
 
 
 @CHECKS.check(stage="torch", weight=3)
 def dynamo_graphs_are_torch(ctx):
     "Dynamo graphs are TORCH"
-    _zoo_in_capture(ctx, ("mlp", "residual", "norm_block", "attention", "pointwise"), "dynamo", "torch",
-                    "Dynamo inlines modules: the graph calls torch functions and methods, parameters are placeholders")
+    expect_zoo(ctx, ("mlp", "norm_block", "attention"), "dynamo", "torch", deep_also=("residual", "pointwise"),
+               why="Dynamo inlines modules: the graph calls torch functions and methods, parameters are placeholders")
+
+
+@CHECKS.check(stage="torch", weight=2)
+def dynamo_graphs_with_custom_ops_cond_and_symbolic_sizes_are_torch(ctx):
+    "Dynamo graphs with a custom op, torch.cond or a symbolic batch are TORCH"
+    expect_zoo(ctx, ("fused_linear_gelu",), "dynamo", "torch",
+               "the custom op kata.linear_gelu is neutral; F.linear and + around it are torch-level")
+    expect_zoo(ctx, ("split_gate",), "dynamo", "torch", dynamic=True,
+               why="the SymInt placeholders and the size arithmetic are neutral; reshape, chunk and relu are torch-level")
+    expect_zoo(ctx, ("cond_branches",), "dynamo", "torch",
+               "the cond node is neutral and its branch subgraphs call torch-level functions")
 
 
 @CHECKS.check(stage="torch", weight=2)
 def symbolic_trace_of_functional_code_is_torch(ctx):
     "symbolic_trace of functional code is TORCH"
-    _zoo_in_capture(ctx, ("functional", "pointwise"), "symbolic_trace", "torch",
-                    "a forward written with torch.nn.functional has no leaf modules to call")
+    expect_zoo(ctx, ("functional", "pointwise"), "symbolic_trace", "torch",
+               "a forward written with torch.nn.functional has no leaf modules to call")
 
     def plain_function(x, w):
         return torch.nn.functional.gelu(x @ w).sum(dim=-1)
 
     expect_graph(ctx, torch.fx.symbolic_trace(plain_function), "torch", "symbolic_trace of a plain function",
                  "operator.matmul, F.gelu and .sum() are torch-level")
+    expect_graph(ctx, torch.fx.symbolic_trace(lambda x: torch.ops.aten.relu(x).sin()), "torch",
+                 "symbolic_trace of `torch.ops.aten.relu(x).sin()`",
+                 "a call through the packet torch.ops.aten.relu is torch-level, like the .sin() after it")
 
 
 @CHECKS.check(stage="aten", weight=3)
 def make_fx_export_aot_graphs_are_aten(ctx):
     "make_fx, export and aot_autograd graphs of Linear models are ATEN"
     for method in ("make_fx_pre_dispatch", "export", "make_fx", "aot_autograd"):
-        _zoo_in_capture(ctx, ("mlp", "mlp_3d", "attention"), method, "aten",
-                        "aten.linear (pre-dispatch, export) and aten.t (make_fx, aot_autograd) are not core ATen ops")
+        expect_zoo(ctx, ("mlp", "attention"), method, "aten", deep_also=("mlp_3d",),
+                   why="aten.linear (pre-dispatch, export) and aten.t (make_fx, aot_autograd) are not core ATen ops")
+
+
+@CHECKS.check(stage="aten", weight=2)
+def symbolic_batch_graphs_are_aten(ctx):
+    "export and aot_autograd with a symbolic batch size are ATEN"
+    expect_zoo(ctx, ("split_gate",), "export", "aten", dynamic=True, deep_also=("attention",),
+               why="export with a Dim computes sizes with aten.sym_size.int and operator.mul on SymInts: shape "
+                   "arithmetic is neutral, and aten.reshape / aten.linear are not core")
+    expect_zoo(ctx, ("mlp_3d",), "aot_autograd", "aten", dynamic=True,
+               why="aot_autograd with dynamic=True multiplies SymInt sizes with operator.mul; aten.t is not core")
+
+
+@CHECKS.check(stage="aten", weight=3)
+def control_flow_and_no_grad_graphs_are_aten(ctx):
+    "graphs with torch.cond, no_grad or autocast blocks are ATEN (subgraphs count)"
+    expect_zoo(ctx, ("cond_branches",), "export", "aten",
+               "the top-level graph holds only core ops (amax, gt), the cond node and a getitem; the branch subgraphs "
+               "the cond node calls hold aten.linear, which is not core — and subgraphs count")
+    expect_zoo(ctx, ("no_grad_block",), "export", "aten",
+               "the no_grad block is a subgraph of wrap_with_set_grad_enabled holding aten.linear (not core); outside "
+               "it only relu and add (core). The get_attr node that fetches the subgraph is named differently from "
+               "its target: look subgraphs up by node.target")
+    expect_zoo(ctx, ("cond_branches",), "make_fx", "aten", "make_fx keeps torch.cond; its branches hold aten.t (not core)")
+    expect_zoo(ctx, ("no_grad_block", "autocast_block"), "make_fx_pre_dispatch", "aten",
+               "the grad-mode and autocast switches are neutral; aten.linear is not core")
+    expect_zoo(ctx, ("autocast_block",), "export", "aten",
+               "wrap_with_autocast is a higher-order op; its subgraph holds aten.linear (not core)")
+
+
+@CHECKS.check(stage="aten", weight=1)
+def prims_graphs_are_aten(ctx):
+    "prims ops are aten-level and never core: a graph of prims is ATEN"
+    from torch._decomp import decomposition_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(lambda x: torch.nn.functional.gelu(x).var(dim=-1),
+                 decomposition_table=decomposition_table)(torch.randn(2, 3))
+    expect_node(ctx, find_node(gm, lambda n: getattr(n.target, "namespace", None) == "prims", "prims op"), "aten",
+                "prims ops are PyTorch's own IR below ATen (torch.compiler_ir), not custom ops; none is tagged core")
+    expect_graph(ctx, gm, "aten", "make_fx of F.gelu(x).var(-1) with torch._decomp.decomposition_table",
+                 "every op is a prims op: aten-level, not core")
 
 
 @CHECKS.check(stage="core_aten", weight=3)
 def decomposed_exports_are_core_aten(ctx):
-    "export(...).run_decompositions() graphs are CORE_ATEN"
-    _zoo_in_capture(ctx, ("mlp", "mlp_3d", "residual", "attention", "functional"), "export_core", "core_aten",
-                    "run_decompositions() lowers every op to the core ATen set: each target has torch.Tag.core")
+    "run_decompositions() graphs are CORE_ATEN, with a custom op or a symbolic batch too"
+    expect_zoo(ctx, ("mlp",), "export_core", "core_aten", deep_also=("attention", "residual"),
+               why="run_decompositions() lowers these models' ops to the core ATen set: each target has torch.Tag.core")
+    expect_zoo(ctx, ("split_gate",), "export_core", "core_aten", dynamic=True,
+               why="aten.sym_size.int is core; operator.mul on SymInt sizes is shape arithmetic, neutral")
+    expect_zoo(ctx, ("fused_linear_gelu",), "export_core", "core_aten",
+               "every aten op is core; the custom op kata.linear_gelu rides along (neutral)")
+    expect_zoo(ctx, (), "export_core", "core_aten", deep_also=("cond_branches",),
+               why="the predicate and both branch subgraphs hold core ops only")
 
 
 @CHECKS.check(stage="core_aten", weight=2)
 def dialect_is_about_content_not_tool(ctx):
-    "make_fx of a model of core ops only is CORE_ATEN"
-    _zoo_in_capture(ctx, ("pointwise",), "make_fx", "core_aten",
-                    "the dialect is decided by the graph's ops, not by the tool: relu, mul and add are all core ATen")
+    "make_fx of core ops only is CORE_ATEN, custom ops riding along"
+    expect_zoo(ctx, ("pointwise",), "make_fx", "core_aten",
+               "the dialect is decided by the graph's ops, not by the tool: relu, mul and add are all core ATen")
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def fused(x, w, b):
+        return torch.relu(torch.ops.kata.linear_gelu(x, w, b))
+
+    gm = make_fx(fused)(torch.randn(2, 4), torch.randn(3, 4), torch.randn(3))
+    expect_graph(ctx, gm, "core_aten", "make_fx of relu(kata.linear_gelu(x, w, b))",
+                 "the only aten op, relu, is core; the custom op kata.linear_gelu is neutral")
+    answers = run_probe(ctx, probes.probe_graph, "profiled", "make_fx", [])
+    expect_answer(answers["graph"], "core_aten", "detect_dialect on make_fx of the `profiled` model",
+                  "relu and mul are core; the profiler's record_function ops are custom ops (namespace `profiler`)",
+                  probes.build_graph("profiled", "make_fx"))
+
+
+@CHECKS.check(stage="core_aten", weight=2)
+def core_means_the_core_tag(ctx):
+    "core means torch.Tag.core on the overload, not what run_decompositions() leaves"
+    gm = captured("split_gate", "export")
+    expect_node(ctx, find_node(gm, lambda n: n.target == aten.chunk.default, "aten.chunk.default"), "aten",
+                "aten.chunk.default has no torch.Tag.core (nor a decomposition in export's default table)")
+    expect_graph(ctx, gm, "aten", how_captured("split_gate", "export"),
+                 "aten.reshape and aten.chunk are not tagged core, although export's default decomposition table "
+                 "has no entry for either")
+    expect_zoo(ctx, ("autocast_block",), "export_core", "aten",
+               "run_decompositions() keeps aten._assert_tensor_metadata here, and it is not tagged core: the tag "
+               "decides, not the tool that made the graph")
 
 
 # --- stage: edge_cases ----------------------------------------------------------------------------------
@@ -175,106 +507,124 @@ def getitem_does_not_mix_levels(ctx):
     "aten graphs with operator.getitem are not mixed"
     expect_graph(ctx, captured("norm_block", "make_fx"), "aten", "make_fx of `norm_block` (LayerNorm, max)",
                  "operator.getitem unpacks native_layer_norm's and max's outputs; it is neutral, not torch-level")
-    expect_graph(ctx, captured("norm_block", "export_core"), "core_aten", "export_core of `norm_block`",
-                 "getitem nodes are neutral, so the remaining ops (all core) decide")
-
-
-@CHECKS.check(stage="edge_cases", weight=2)
-def custom_op_is_aten_not_core(ctx):
-    "a custom op (kata::linear_gelu) is ATEN, never core"
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    def fused(x, w, b):
-        return torch.relu(torch.ops.kata.linear_gelu(x, w, b))
-
-    gm = make_fx(fused)(torch.randn(2, 4), torch.randn(3, 4), torch.randn(3))
-    node = first_node(gm, lambda n: n.target == torch.ops.kata.linear_gelu.default)
-    expect_node(ctx, node, "aten", "a custom op is an OpOverload (torch.ops.kata...), and no custom op has torch.Tag.core")
-    expect_graph(ctx, gm, "aten", "make_fx of relu(kata.linear_gelu(x, w, b))",
-                 "core ATen is a closed set of aten ops; a custom op makes the graph ATEN")
+    expect_zoo(ctx, (), "export_core", "core_aten", deep_also=("norm_block",),
+               why="getitem nodes are neutral, so the remaining ops (all core) decide")
 
 
 @CHECKS.check(stage="edge_cases", weight=1)
 def graph_without_ops_is_torch(ctx):
-    "a graph with no op nodes is TORCH"
+    "a graph where no node shows a level is TORCH"
     expect_graph(ctx, torch.fx.symbolic_trace(lambda x: x), "torch", "symbolic_trace of `lambda x: x`",
                  "the lesson's rule for a graph with nothing to go on: TORCH, what plain Python code traces to")
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(lambda x, w, b: torch.ops.kata.linear_gelu(x, w, b))(torch.randn(2, 4), torch.randn(3, 4), torch.randn(3))
+    expect_graph(ctx, gm, "torch", "make_fx of `kata.linear_gelu(x, w, b)` alone",
+                 "its only op is a custom op, which is neutral: nothing says which level, so the rule for a graph "
+                 "with nothing to go on applies")
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
 def export_module_guards_fn_is_neutral(ctx):
     "ep.module()'s _guards_fn call_module is neutral"
-    model = ZOO["mlp"]
-    gm = torch.export.export(model.build(), model.inputs()).module()
-    guards = [n for n in gm.graph.nodes if n.op == "call_module" and n.target == "_guards_fn"]
-    expect(guards, "internal: this torch build's ep.module() has no _guards_fn node")
-    expect_node(ctx, guards[0], None, "export's unlifted module calls _guards_fn to check inputs: bookkeeping, not the model")
-    expect_graph(ctx, gm, "aten", "torch.export.export(mlp).module()", "apart from _guards_fn it is the export graph")
-
-
-class _HalfLowered(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(torch.ops.aten.relu.default(x))
-
-
-def _expect_mixed(ctx, gm, how, high_level, aten_level):
-    error_type = getattr(ctx.attempt, "MixedDialectError", None)
-    try:
-        got = ctx.attempt.detect_dialect(gm)
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any other exception is reported below
-        if error_type is None or not isinstance(exc, error_type):
-            raise CheckFailed(f"detect_dialect on {how} raised {type(exc).__name__}: {exc}; expected MixedDialectError") from None
-        text = str(exc)
-        expect(high_level in text and aten_level in text,
-               f"MixedDialectError on {how} should name a node of each level (e.g. {high_level!r} and {aten_level!r}) "
-               f"so the user can find them; the message was: {text!r}")
-        return
-    raise CheckFailed(f"detect_dialect on {how} returned {value(got)!r}; expected MixedDialectError because "
-                      f"node {high_level!r} is above aten level and node {aten_level!r} is an aten OpOverload\n"
-                      f"graph: {graph_summary(gm)}")
+    gm = probes.build_graph("mlp", "ep.module")  # ep.module() cannot be copied across: the probe builds its own
+    guards = find_node(gm, lambda n: n.op == "call_module" and n.target == "_guards_fn", "_guards_fn node")
+    answers = run_probe(ctx, probes.probe_graph, "mlp", "ep.module", [guards.name])
+    expect_answer(answers["nodes"][guards.name], None, f"node_dialect({node_text(guards)})",
+                  "export's unlifted module calls _guards_fn to check inputs: bookkeeping, not the model", gm)
+    expect_answer(answers["graph"], "aten", "detect_dialect on torch.export.export(mlp).module()",
+                  "apart from _guards_fn it is the export graph (aten.linear is not core)", gm)
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
 def module_and_aten_nodes_raise_mixed(ctx):
-    "call_module beside an OpOverload raises MixedDialectError naming both"
-    gm = torch.fx.symbolic_trace(_HalfLowered())
-    _expect_mixed(ctx, gm, "symbolic_trace of a module calling self.fc and torch.ops.aten.relu.default", "fc", "relu")
+    "module calls beside an aten OpOverload: MixedDialectError naming one node of each"
+    expect_mixed(ctx, captured("half_lowered", "symbolic_trace"),
+                 "symbolic_trace of `half_lowered` (aten.max.dim, getitem, then self.block = Sequential(Linear, ReLU))",
+                 "node max_dim calls the aten overload aten.max.dim while block_0 and block_1 call modules")
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def torch_and_aten_nodes_raise_mixed(ctx):
+    "torch-level calls beside an aten OpOverload: MixedDialectError naming one of each"
+
+    def lowered_then_torch(x):
+        return torch.sigmoid(torch.ops.aten.max.dim(x, -1)[0]).sum()
+
+    expect_mixed(ctx, torch.fx.symbolic_trace(lowered_then_torch),
+                 "symbolic_trace of `torch.sigmoid(torch.ops.aten.max.dim(x, -1)[0]).sum()`",
+                 "max_dim calls an aten overload while sigmoid and sum_1 are torch-level (a getitem sits between them)")
+    expect_mixed(ctx, captured("half_lowered", "dynamo"), how_captured("half_lowered", "dynamo"),
+                 "user code calls the aten overload aten.max.dim, which Dynamo keeps beside torch-level linear and relu")
 
 
 @CHECKS.check(stage="edge_cases", weight=1)
-def torch_and_aten_nodes_raise_mixed(ctx):
-    "torch-level calls beside an OpOverload raise MixedDialectError"
-    gm = torch.fx.symbolic_trace(lambda x: torch.ops.aten.relu.default(x).sin())
-    _expect_mixed(ctx, gm, "symbolic_trace of `aten.relu.default(x).sin()`", "sin", "relu")
+def mixed_levels_across_subgraphs_raise_mixed(ctx):
+    "levels mixed across a graph and its cond subgraphs: MixedDialectError"
+    expect_mixed(ctx, captured("cond_half_lowered", "dynamo"), how_captured("cond_half_lowered", "dynamo"),
+                 "the top-level graph is torch-level (x.sum() > 0) and the true branch's subgraph calls aten.sin.default: "
+                 "the graph and its subgraphs are one program, judged together")
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def answers_for_the_graph_as_it_is_now(ctx):
+    "after a pass rewrites a graph in place, the answers follow the new graph"
+    answers = run_probe(ctx, probes.probe_rewrite_in_place, "mlp")
+    before = probes.build_graph("mlp", "make_fx")
+    node = answers["node"]
+    expect_answer(answers["before"]["node"], "aten", f"node_dialect({node} (call_function aten.t.default))",
+                  "aten.t.default is not core", before)
+    expect_answer(answers["before"]["graph"], "aten", "detect_dialect on make_fx of `mlp`", "aten.t is not core", before)
+    after = probes.build_graph("mlp", "make_fx")
+    probes.rewrite_transposes(after)
+    how = f"the same graph object after a pass rewrote {', '.join(answers['rewritten'])} in place into aten.permute"
+    expect_answer(answers["after"]["node"], "core_aten",
+                  f"node_dialect({node}) on the same node object, now calling aten.permute.default,",
+                  "a pass changed node.target in place; aten.permute.default is core. Answer for the node as it is "
+                  "now, not from a cache keyed by the node", after)
+    expect_answer(answers["after"]["graph"], "core_aten", f"detect_dialect on {how}",
+                  "every op in it is core now. Answer for the graph as it is, not from a cache keyed by the "
+                  "GraphModule", after)
 
 
 # --- stage: fuzz -----------------------------------------------------------------------------------------
 
-FUZZ_CAPTURES = CAPTURES
+# Examples of the structure fuzz per profile: each is a capture of a bigger model (export_core of a torch.cond
+# takes about a second), and the plain fuzz already covers the MLPs themselves.
+STRUCTURE_EXAMPLES = {"learner": 6, "deep": 16}
+
+
+def _describe_example(example) -> str:
+    spec, (method, wrapping, dynamic) = example
+    embedded = "" if wrapping == "plain" else f"\nembedded: {describe_wrapping(wrapping)}"
+    return f"{describe(spec)}{embedded}\ncaptured with: {method}" + (" with a symbolic batch size" if dynamic else "")
+
+
+def _agrees_with_reference(ctx: Context, example) -> None:
+    """Every node (subgraphs included) and the whole graph: the attempt's answer is the reference's."""
+    spec, (method, wrapping, dynamic) = example
+    model = wrap_model(build_mlp(spec), wrapping, spec.in_features)
+    gm = capture(model, (example_input(spec),), method, dynamic=dynamic).gm
+    for node in all_nodes(gm):
+        want = value(ctx.reference.node_dialect(node))
+        got = value(ctx.attempt.node_dialect(node))
+        expect(got == want, f"node_dialect({node_text(node)}) returned {got!r}, expected {want!r}")
+    want = value(ctx.reference.detect_dialect(gm))
+    if spec.style == "modules":
+        assert want == CAPTURE_DIALECT[method], "internal: reference disagrees with the capture table"
+    expect_graph(ctx, gm, want, f"{method} of the random model below", "see the lesson's rules")
 
 
 @CHECKS.check(stage="fuzz", weight=4)
 def random_mlps_in_every_capture(ctx):
-    "random MLPs in every capture: graph and every node agree with the reference"
-    strategy = st.tuples(mlp_specs(styles=("modules", "functional")), st.sampled_from(FUZZ_CAPTURES))
+    "random MLPs in every capture (some with a symbolic batch size): every node and the graph"
+    strategy = st.tuples(mlp_specs(styles=("modules", "functional")), capture_plans(CAPTURES))
+    fuzz(ctx, strategy, lambda example: _agrees_with_reference(ctx, example), describe=_describe_example)
 
-    def prop(example):
-        spec, method = example
-        model = build_mlp(spec)
-        gm = capture(model, (example_input(spec),), method).gm
-        for node in gm.graph.nodes:
-            want = value(ctx.reference.node_dialect(node))
-            got = value(ctx.attempt.node_dialect(node))
-            expect(got == want, f"node_dialect({node_text(node)}) returned {got!r}, expected {want!r}")
-        want = value(ctx.reference.detect_dialect(gm))
-        if spec.style == "modules":
-            assert want == CAPTURE_DIALECT[method], "internal: reference disagrees with the capture table"
-        expect_graph(ctx, gm, want, f"{method} of the random MLP below", "see the lesson's table of captures")
 
-    fuzz(ctx, strategy, prop, describe=lambda ex: f"{describe(ex[0])}\ncaptured with: {ex[1]}")
+@CHECKS.check(stage="fuzz", weight=2)
+def random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch(ctx):
+    "random MLPs inside torch.cond or no_grad, or after a custom op, in every capture"
+    strategy = st.tuples(mlp_specs(styles=("modules", "functional")), capture_plans(CAPTURES, WRAPPINGS))
+    fuzz(ctx, strategy, lambda example: _agrees_with_reference(ctx, example), describe=_describe_example,
+         max_examples=STRUCTURE_EXAMPLES[ctx.profile])

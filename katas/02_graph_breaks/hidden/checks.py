@@ -1,9 +1,11 @@
 """Hidden checks for kata 2 (graph-break hunting). Learners: solve the kata from README.md, not from here.
 
-`find_graph_breaks` runs on hidden suspects (suspects_hidden.py) whose breaking lines are annotated by
-hand (`# BREAK <label>: <keyword>`): the expected lines come from those annotations, never from the
-reference. Each `fixed_<suspect>` is compiled with a backend that records the graphs it receives and
-counts how often they run, and is compared with the given suspect (suspects.py) run eagerly.
+`find_graph_breaks` runs on hidden suspects (suspects_hidden.py, and a helper module helpers_hidden.py) whose
+breaking lines are annotated by hand (`# BREAK <label>: <keyword>`): the expected files and lines come from
+those annotations, never from the reference. Each `fixed_<suspect>` is compiled with a backend that records the
+graphs it receives and counts how often they run, and is compared with the given suspect (suspects.py) run
+eagerly. Everything that runs the attempt's code inside torch machinery lives in probes.py and returns data;
+the checks here only compare that data with the truth.
 """
 from __future__ import annotations
 
@@ -11,27 +13,33 @@ import contextlib
 import inspect
 import logging
 import re
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
-import torch._dynamo
 from hypothesis import strategies as st
 
 from checker.child import load_module
+from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common.quiet import quiet
-from checker.kit import Checks, CheckFailed, expect, fuzz
 from katas.common.strategies import float_tensors
 
 CHECKS = Checks()
 
-KATA_DIR = Path(__file__).resolve().parent.parent
-HIDDEN_PATH = Path(__file__).resolve().parent / "suspects_hidden.py"
+HIDDEN_DIR = Path(__file__).resolve().parent
+KATA_DIR = HIDDEN_DIR.parent
 SUSPECTS = load_module(KATA_DIR / "suspects.py", "suspects")  # the name hunt.py's `import suspects` uses
-HIDDEN = load_module(HIDDEN_PATH, "kata02_suspects_hidden")
-HIDDEN_LINES = HIDDEN_PATH.read_text(encoding="utf-8").splitlines()
+HIDDEN = load_module(HIDDEN_DIR / "suspects_hidden.py", "kata02_suspects_hidden")
+probes = load_module(HIDDEN_DIR / "probes.py", "kata02_graph_breaks_probes")
+ANNOTATED_FILES = (HIDDEN_DIR / "suspects_hidden.py", HIDDEN_DIR / "helpers_hidden.py")
+SOURCE = {path: path.read_text(encoding="utf-8").splitlines() for path in ANNOTATED_FILES}
+
+
+def run_probe(ctx, fn: Callable, *args: Any) -> Any:
+    """`fn(attempt, *args)` where the attempt's code runs (ctx.probe), or here when the checker has no worker."""
+    probe = getattr(ctx, "probe", None)
+    return probe(fn, *args) if probe is not None else fn(ctx.attempt, *args)
 
 
 # --- the hand-written truth ------------------------------------------------------------------------------
@@ -39,47 +47,55 @@ HIDDEN_LINES = HIDDEN_PATH.read_text(encoding="utf-8").splitlines()
 @dataclass(frozen=True)
 class Expected:
     label: str
+    path: Path
     lineno: int
     keyword: str
 
 
 def _annotations() -> dict[str, Expected]:
     found: dict[str, Expected] = {}
-    for lineno, line in enumerate(HIDDEN_LINES, start=1):
-        match = re.search(r"#\s*BREAK\s+(\w+):\s*(.+?)\s*$", line)
-        if match:
-            label, keyword = match.groups()
-            assert label not in found, f"internal: BREAK label {label!r} is used twice in {HIDDEN_PATH.name}"
-            found[label] = Expected(label, lineno, keyword)
+    for path, lines in SOURCE.items():
+        for lineno, line in enumerate(lines, start=1):
+            match = re.search(r"#\s*BREAK\s+(\w+):\s*(.+?)\s*$", line)
+            if match:
+                label, keyword = match.groups()
+                assert label not in found, f"internal: BREAK label {label!r} is used twice"
+                found[label] = Expected(label, path, lineno, keyword)
     return found
 
 
 ANNOTATIONS = _annotations()
+# The two-files case is only a test if its two breaks share a line number: keep them aligned when editing.
+assert ANNOTATIONS["two_files_print"].lineno == ANNOTATIONS["helper_item"].lineno, \
+    "internal: suspects_hidden.two_files and helpers_hidden.peak_scaled must break on the same line number"
 
 
 def expected_breaks(case) -> list[Expected]:
     return [ANNOTATIONS[label] for label in case.breaks]
 
 
-def source(lineno: int) -> str:
-    return HIDDEN_LINES[lineno - 1].split("  # BREAK")[0].strip() if 0 < lineno <= len(HIDDEN_LINES) else "?"
+def source(path: Path, lineno: int) -> str:
+    lines = SOURCE.get(path, [])
+    return lines[lineno - 1].split("  # BREAK")[0].strip() if 0 < lineno <= len(lines) else "?"
 
 
-def where(lineno: int) -> str:
-    return f"{HIDDEN_PATH.name}:{lineno} `{source(lineno)}`"
+def where(path: Path, lineno: int) -> str:
+    return f"{path.name}:{lineno} `{source(path, lineno)}`"
 
 
-def enclosing_def(lineno: int) -> str | None:
+def enclosing_def(path: Path, lineno: int) -> str | None:
     """The function whose `def` is on `lineno`, if any (a finder that reports where a frame starts)."""
-    match = re.match(r"\s*def (\w+)", HIDDEN_LINES[lineno - 1]) if 0 < lineno <= len(HIDDEN_LINES) else None
+    lines = SOURCE.get(path, [])
+    match = re.match(r"\s*def (\w+)", lines[lineno - 1]) if 0 < lineno <= len(lines) else None
     return match.group(1) if match else None
 
 
-# --- running attempt code quietly ------------------------------------------------------------------------
+# --- the finder's answers --------------------------------------------------------------------------------
 
-def call_text(name: str, args: tuple) -> str:
-    shown = ", ".join(type(a).__name__ if isinstance(a, torch.nn.Module) else "tensor" for a in args)
-    return f"{name}({shown})"
+def call_text(case) -> str:
+    shown = [type(a).__name__ if isinstance(a, torch.nn.Module) else "tensor" for a in case.make_args()]
+    shown += [f"{key}={value!r}" for key, value in case.make_kwargs().items()]
+    return f"find_graph_breaks({case.name}({', '.join(shown)}))"
 
 
 @dataclass(frozen=True)
@@ -88,98 +104,100 @@ class Found:
     lineno: int
     reason: str
 
+    @property
+    def path(self) -> Path | None:
+        """The annotated file this entry names, if it names one (by full path, as Dynamo prints it)."""
+        with contextlib.suppress(OSError, ValueError):
+            resolved = Path(self.filename).resolve()
+            return next((p for p in ANNOTATED_FILES if p == resolved), None)
+        return None
 
-def run_finder(ctx, case, *, fresh: bool = True) -> list[Found]:
+
+def run_finder(ctx, case_name: str, before: str = "reset") -> list[Found]:
     """The attempt's answer for one hidden case, checked for shape (a list of GraphBreak-like records).
-
-    fresh: reset Dynamo before calling, so each check sees the finder on its own; whether the finder
-    copes with code compiled before is a check of its own (resets_dynamo_first).
-    """
-    args = case.make_args()
-    if fresh:
-        torch._dynamo.reset()
-    with quiet():
-        result = ctx.attempt.find_graph_breaks(case.fn, *args)
-    call = f"find_graph_breaks({call_text(case.name, args)})"
-    expect(isinstance(result, list), f"{call} returned {type(result).__name__}; expected a list of GraphBreak")
+    before: see probes.probe_find ("reset": each check sees the finder on its own)."""
+    case = HIDDEN.CASES[case_name]
+    got = run_probe(ctx, probes.probe_find, case_name, before)
+    call = call_text(case)
+    expect(got["type"] == "list", f"{call} returned {got['type']}; expected a list of GraphBreak")
     found = []
-    for item in result:
-        fields = {name: getattr(item, name, None) for name in ("filename", "lineno", "reason")}
-        expect(isinstance(fields["filename"], str) and isinstance(fields["lineno"], int)
-               and isinstance(fields["reason"], str),
-               f"{call} returned {item!r} in its list; expected GraphBreak(filename: str, lineno: int, reason: str)")
-        found.append(Found(fields["filename"], fields["lineno"], fields["reason"]))
+    for item in got["items"]:
+        expect(item["filename"] is not None and item["lineno"] is not None and item["reason"] is not None,
+               f"{call} returned {item['repr']} in its list; expected GraphBreak(filename: str, lineno: int, "
+               f"reason: str)")
+        found.append(Found(item["filename"], item["lineno"], item["reason"]))
     return found
-
-
-def same_file(filename: str) -> bool:
-    with contextlib.suppress(OSError):
-        return Path(filename).resolve() == HIDDEN_PATH
-    return False
 
 
 def listing(found: list[Found]) -> str:
     if not found:
-        return "[]"
+        return "    []"
     return "\n".join(f"    {Path(f.filename).name}:{f.lineno}  {f.reason[:90]!r}" for f in found)
 
 
 def expect_lines(ctx, case_name: str) -> list[Found]:
-    """The attempt reports exactly the annotated lines of `case_name`, in order, once each."""
+    """The attempt reports exactly the annotated (file, line) pairs of `case_name`, in order, once each."""
     case = HIDDEN.CASES[case_name]
-    found = run_finder(ctx, case)
-    want = expected_breaks(case)
-    call = f"find_graph_breaks({call_text(case.name, case.make_args())})"
+    found = run_finder(ctx, case_name)
+    want = [(e.path, e.lineno) for e in expected_breaks(case)]
+    call = call_text(case)
     note = f"\nWhy this case: {case.note}." if case.note else ""
-    wrong_file = [f for f in found if not same_file(f.filename)]
+    wrong_file = [f for f in found if f.path is None]
     if wrong_file:
         raise CheckFailed(
-            f"{call} reported filename {wrong_file[0].filename!r}; the function lives in {HIDDEN_PATH}. Report the "
-            f"file Dynamo names in 'Graph break in user code at FILE:LINE' (the code object's co_filename, a full "
-            f"path).\nYou returned:\n{listing(found)}")
-    got_lines = [f.lineno for f in found]
-    want_lines = [e.lineno for e in want]
-    if got_lines == want_lines:
+            f"{call} reported filename {wrong_file[0].filename!r}; the function lives in "
+            f"{HIDDEN_DIR / 'suspects_hidden.py'}. Report the file Dynamo names in 'Graph break in user code at "
+            f"FILE:LINE' (the code object's co_filename, a full path).\nYou returned:\n{listing(found)}")
+    got = [(f.path, f.lineno) for f in found]
+    if got == want:
         return found
-    expected_text = "\n".join(f"    {where(e.lineno)}" for e in want) or "    (no breaks)"
+    expected_text = "\n".join(f"    {where(p, n)}" for p, n in want) or "    (no breaks)"
     head = f"{call} returned\n{listing(found)}\nexpected, in this order:\n{expected_text}\n"
-    starts = [n for n in got_lines if n not in want_lines and enclosing_def(n)]
+    starts = [(p, n) for p, n in got if (p, n) not in want and enclosing_def(p, n)]
     if starts:
-        raise CheckFailed(head + f"Line {starts[0]} is `{source(starts[0])}`, the first line of the function, "
-                                 f"not the line that broke: report the innermost user frame Dynamo names in "
-                                 f"'Graph break in user code at FILE:LINE'." + note)
-    if len(set(got_lines)) < len(got_lines) and list(dict.fromkeys(got_lines)) == want_lines:
+        path, lineno = starts[0]
+        raise CheckFailed(head + f"Line {lineno} is `{source(path, lineno)}`, the first line of the function, not "
+                                 f"the line that broke: report the innermost user frame Dynamo names in 'Graph "
+                                 f"break in user code at FILE:LINE'." + note)
+    if len(set(got)) < len(got) and list(dict.fromkeys(got)) == want:
         raise CheckFailed(head + "Every line is there but some more than once: Dynamo reports a line again when "
                                  "it re-traces the same code (a helper's own frame, a resumed frame, a second call). "
                                  "List each line once, where it first appears." + note)
-    if sorted(got_lines) == sorted(want_lines):
+    if sorted(got, key=str) == sorted(want, key=str):
         raise CheckFailed(head + "The right lines in the wrong order: list breaks in the order Dynamo reports "
                                  "them while the function runs, which is execution order, not line order." + note)
-    missing = [e for e in want if e.lineno not in got_lines]
+    missing = [(p, n) for p, n in want if (p, n) not in got]
     if missing:
-        raise CheckFailed(head + f"Line {missing[0].lineno} is missing from your list." + note)
-    extra = [n for n in got_lines if n not in want_lines]
-    raise CheckFailed(head + f"Line {extra[0]} (`{source(extra[0])}`) does not break the graph." + note)
+        path, lineno = missing[0]
+        twin = next((p for p, n in got if n == lineno and p != path), None)
+        if twin is not None:
+            raise CheckFailed(head + f"Line {lineno} of {path.name} is missing, and you did report line {lineno} of "
+                                     f"{twin.name}: a break is a (filename, lineno) pair, and two files can break "
+                                     f"on the same line number. Tell lines apart by file and line together." + note)
+        raise CheckFailed(head + f"Line {lineno} of {path.name} is missing from your list." + note)
+    path, lineno = next((p, n) for p, n in got if (p, n) not in want)
+    raise CheckFailed(head + f"Line {lineno} of {path.name} (`{source(path, lineno)}`) does not break the graph."
+                      + note)
 
 
 def expect_reasons(ctx, case_name: str, found: list[Found] | None = None) -> None:
     """Each annotated break of `case_name` has a one-line reason containing its keyword."""
     case = HIDDEN.CASES[case_name]
-    found = run_finder(ctx, case) if found is None else found
-    call = f"find_graph_breaks({call_text(case.name, case.make_args())})"
+    found = run_finder(ctx, case_name) if found is None else found
+    call = call_text(case)
     for want in expected_breaks(case):
-        mine = [f for f in found if f.lineno == want.lineno and same_file(f.filename)]
-        expect(mine, f"{call} reported no break at {where(want.lineno)}, so its reason cannot be checked: "
-                     f"find the line first.\nYou returned:\n{listing(found)}")
+        mine = [f for f in found if f.lineno == want.lineno and f.path == want.path]
+        expect(mine, f"{call} reported no break at {where(want.path, want.lineno)}, so its reason cannot be "
+                     f"checked: find the line first.\nYou returned:\n{listing(found)}")
         reason = mine[0].reason
         expect(reason.strip() and "\n" not in reason.strip(),
                f"{call}: the reason for line {want.lineno} is {reason[:300]!r}; expected one line, the first line of "
                f"Dynamo's reason (its type of break), not the whole report.")
         expect(want.keyword.lower() in reason.lower(),
-               f"{call}: the reason for {where(want.lineno)} is {reason!r}; Dynamo's cause for this break mentions "
-               f"{want.keyword!r}. If your line is a wrapper such as 'Encountered graph break when attempting to "
-               f"trace CALL ...:' or 'Failed to handle graph break gracefully ...:', the cause is the first line "
-               f"of the paragraph after it.")
+               f"{call}: the reason for {where(want.path, want.lineno)} is {reason!r}; Dynamo's cause for this break "
+               f"mentions {want.keyword!r}. If your line is a wrapper such as 'Encountered graph break when "
+               f"attempting to trace CALL ...:' or 'Failed to handle graph break gracefully ...:', the cause is the "
+               f"first line of the paragraph after it.")
 
 
 # --- stage: reasons --------------------------------------------------------------------------------------
@@ -206,6 +224,12 @@ def reason_is_dynamos_cause(ctx):
 def module_forward(ctx):
     "an nn.Module: the break inside forward"
     expect_reasons(ctx, "GatedUnit", expect_lines(ctx, "GatedUnit"))
+
+
+@CHECKS.check(stage="reasons", weight=1)
+def passes_keyword_arguments(ctx):
+    "keyword arguments reach the function"
+    expect_reasons(ctx, "keyword_gate", expect_lines(ctx, "keyword_gate"))
 
 
 # --- stage: blind_spots ----------------------------------------------------------------------------------
@@ -251,6 +275,12 @@ def one_entry_per_line(ctx):
     expect_lines(ctx, "same_helper_twice")
 
 
+@CHECKS.check(stage="order", weight=2)
+def same_line_in_two_files(ctx):
+    "the same line number in two files: two breaks"
+    expect_reasons(ctx, "two_files", expect_lines(ctx, "two_files"))
+
+
 # --- stage: state ----------------------------------------------------------------------------------------
 
 @CHECKS.check(stage="state", weight=2)
@@ -258,95 +288,111 @@ def resets_dynamo_first(ctx):
     "finds the breaks even after the function was compiled before, and twice in a row"
     case = HIDDEN.CASES["two_kinds"]
     want = [e.lineno for e in expected_breaks(case)]
-    got = [f.lineno for f in run_finder(ctx, case)]
-    expect(got == want, f"find_graph_breaks(two_kinds(tensor)) returned lines {got} on a fresh start; expected "
-                        f"{want}. Make `several_breaks_in_execution_order` pass first: this check needs a finder "
-                        f"that is right when nothing was compiled before.")
-    with quiet():
-        torch._dynamo.reset()
-        torch.compile(case.fn, backend="eager")(*case.make_args())
-    for attempt in ("after the checks compiled two_kinds themselves", "when called a second time"):
-        got = [f.lineno for f in run_finder(ctx, case, fresh=False)]
+    got = [f.lineno for f in run_finder(ctx, "two_kinds")]
+    expect(got == want, f"{call_text(case)} returned lines {got} on a fresh start; expected {want}. Make "
+                        f"`several_breaks_in_execution_order` pass first: this check needs a finder that is right "
+                        f"when nothing was compiled before.")
+    for before, when in (("compiled", "after the checks compiled two_kinds themselves"),
+                         ("nothing", "when called a second time")):
+        got = [f.lineno for f in run_finder(ctx, "two_kinds", before)]
         expect(got == want,
-               f"find_graph_breaks(two_kinds(tensor)) {attempt} returned lines {got}; expected {want}. Dynamo "
-               f"keeps compiled code for a function until torch._dynamo.reset(): without a reset the cached code "
-               f"runs, nothing is traced, and nothing is reported. Reset at the start of every call.")
+               f"{call_text(case)} {when} returned lines {got}; expected {want}. Dynamo keeps compiled code for a "
+               f"function until torch._dynamo.reset(): without a reset the cached code runs, nothing is traced, and "
+               f"nothing is reported. Reset at the start of every call.")
 
 
-def _graph_break_logger_state() -> dict[str, tuple[bool, tuple]]:
-    loggers = [name for name in list(logging.root.manager.loggerDict) if name.endswith(".__graph_breaks")]
-    assert loggers, "internal: this torch build has no graph_breaks artifact loggers"
-    return {name: (logging.getLogger(name).isEnabledFor(logging.DEBUG), tuple(logging.getLogger(name).handlers))
-            for name in loggers}
+def _level(value: int) -> str:
+    return f"{value} ({logging.getLevelName(value)})"
 
 
-LOGGING_BEFORE_ANY_ATTEMPT_CODE = _graph_break_logger_state()
+def _shown(field: str, value: Any) -> str:
+    if field == "level":
+        return _level(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v).split("(")[0] for v in value) + "]" if value else "[] (none)"
+    return repr(value)
+
+
+def logging_changes(before: dict, after: dict) -> list[str]:
+    """What differs between two probes.logging_snapshot()s, in words: torch._logging's settings first, then the
+    graph-break loggers, then the rest; torch's handlers replaced wholesale (set_logs' mark) as one line."""
+    changes: list[tuple[int, str]] = []
+    replaced = []
+    if before["torch_logs"] != after["torch_logs"]:
+        changes.append((0, f"torch._logging's own settings (what TORCH_LOGS / set_logs switched on): were "
+                           f"{before['torch_logs']}, now {after['torch_logs']}"))
+    if before["disable"] != after["disable"]:
+        changes.append((0, f"logging.disable(...) threshold: was {_level(before['disable'])}, now "
+                           f"{_level(after['disable'])}"))
+    for name, was in before["loggers"].items():
+        now = after["loggers"].get(name)
+        if now is None:
+            continue
+        rank = 1 if "__graph_breaks" in name or "__recompiles" in name else 2
+        for field in ("level", "propagate", "disabled", "handlers", "filters"):
+            if was[field] == now[field]:
+                continue
+            if field == "handlers" and len(was[field]) == len(now[field]):
+                replaced.append(name)
+                continue
+            changes.append((rank, f"logger {name!r}: {field} was {_shown(field, was[field])}, now "
+                                  f"{_shown(field, now[field])}"))
+    if replaced:
+        changes.append((1 if len(replaced) > 2 else 2,
+                        f"the handlers of {len(replaced)} logger(s) ({', '.join(replaced[:3])}"
+                        f"{', …' if len(replaced) > 3 else ''}) were replaced by new ones"
+                        + (": torch._logging.set_logs does that" if len(replaced) > 2 else "")))
+    return [text for _, text in sorted(changes, key=lambda change: change[0])]
+
+
+HOW_TO_RESTORE = (
+    "Remember each value before you change it (level, propagate) and put exactly that back in a `finally:` "
+    "block; remove only the handler or filter you added. Not with torch._logging.set_logs: it resets every "
+    "setting you don't pass and replaces torch's own handlers.")
+
+
+def expect_logging_kept(ctx, scenario: str, intro: str, advice: str = "") -> dict:
+    seen = run_probe(ctx, probes.probe_logging, scenario)
+    changes = logging_changes(seen["before"], seen["after"])
+    if changes:
+        shown = "\n".join(f"  - {c}" for c in changes[:3])
+        more = f"\n  ({len(changes)} differences in all)" if len(changes) > 3 else ""
+        let_out = f" (your finder let out {seen['raised']})" if seen.get("raised") else ""
+        raise CheckFailed(f"{intro.replace('{let_out}', let_out)}\n{shown}{more}\nLater compiles in the process would log "
+                          f"differently. {advice}{HOW_TO_RESTORE}")
+    return seen
 
 
 @CHECKS.check(stage="state", weight=1)
 def leaves_logging_as_found(ctx):
-    "leaves torch's graph-break logging as it found it"
-    run_finder(ctx, HIDDEN.CASES["explicit_break"])  # earlier checks ran the finder too: compare with the start
-    after = _graph_break_logger_state()
-    for name, (enabled, handlers) in after.items():
-        was_enabled, had_handlers = LOGGING_BEFORE_ANY_ATTEMPT_CODE.get(name, (False, ()))
-        expect(enabled == was_enabled,
-               f"after find_graph_breaks, logger {name!r} is {'on' if enabled else 'off'} for graph-break reports "
-               f"(it was {'on' if was_enabled else 'off'}): every later torch.compile would "
-               f"{'print its graph breaks' if enabled else 'stay silent'}. Restore it when you are done "
-               f"(torch._logging.set_logs() with no arguments resets torch's logging; or undo what you set).")
-        expect(handlers == had_handlers,
-               f"after find_graph_breaks, logger {name!r} has handlers {list(handlers)} (it had {list(had_handlers)}): "
-               f"remove the handler you added, or it keeps collecting reports forever.")
+    "leaves torch's logging exactly as it found it"
+    case = HIDDEN.CASES[probes.LOGGING_SCENARIOS["default"][0]]
+    expect_logging_kept(ctx, "default", f"{call_text(case)} changed torch's logging:")
+
+
+@CHECKS.check(stage="state", weight=1)
+def keeps_users_logging_settings(ctx):
+    "a user's own logging settings survive the call"
+    case = HIDDEN.CASES[probes.LOGGING_SCENARIOS["user_on"][0]]
+    expect_logging_kept(
+        ctx, "user_on",
+        f"A user had graph_breaks and recompiles logging on (set_logs(graph_breaks=True, recompiles=True)) and a "
+        f"filter and a handler of their own on the graph-break loggers; {call_text(case)} changed that:",
+        "Put back what you found, not torch's defaults. ")
+
+
+@CHECKS.check(stage="state", weight=1)
+def restores_logging_when_fn_raises(ctx):
+    "logging is restored when the function raises"
+    case = HIDDEN.CASES[probes.LOGGING_SCENARIOS["raises"][0]]
+    expect_logging_kept(
+        ctx, "raises",
+        f"{call_text(case)}: the function raises ValueError after its break{{let_out}}, and afterwards torch's "
+        f"logging is not as it was:",
+        "The restoring must run when fn raises too. ")
 
 
 # --- stage: fixes ----------------------------------------------------------------------------------------
-
-class GraphRecorder:
-    """A torch.compile backend: keeps every graph it receives and counts how often one runs."""
-
-    def __init__(self) -> None:
-        self.graphs: list[torch.fx.GraphModule] = []
-        self.runs = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-        self.graphs.append(gm)
-
-        def run(*args):
-            self.runs += 1
-            return gm.forward(*args)
-
-        return run
-
-
-def op_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
-    return [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-
-
-def node_text(node: torch.fx.Node) -> str:
-    target = node.target
-    name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
-    return f"{node.name} ({node.op} {name})"
-
-
-def opaque_node(gm: torch.fx.GraphModule) -> torch.fx.Node | None:
-    """A node that hides ops from the compiler: a Python function of yours put in the graph whole
-    (torch._dynamo.allow_in_graph), or a custom op; the compiler sees one call, not the ops inside."""
-    for node in op_nodes(gm):
-        target = node.target
-        if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-            if target.namespace not in ("aten", "prims"):
-                return node
-        elif isinstance(target, types.FunctionType) and not (target.__module__ or "").startswith("torch"):
-            return node
-    return None
-
-
-def dynamo_location(exc: BaseException, attempt_file: str | None) -> str:
-    stack = getattr(exc, "real_stack", None) or []
-    mine = [f for f in stack if attempt_file and Path(f.filename).resolve() == Path(attempt_file).resolve()]
-    return f" at {Path(mine[-1].filename).name}:{mine[-1].lineno} `{(mine[-1].line or '').strip()}`" if mine else ""
-
 
 def why_it_breaks(text: str) -> str:
     lowered = text.lower()
@@ -355,7 +401,8 @@ def why_it_breaks(text: str) -> str:
                 "between two graphs, and with fullgraph=True that is an error.")
     if "data-dependent" in lowered or "data dependent" in lowered:
         return ("a Python `if` (or while, or bool()) on a tensor's value needs that value, which exists only when "
-                "the code runs; compute without branching (torch.where, clamp, masks) so one graph fits every input.")
+                "the code runs; compute without branching (torch.where, clamp, masks), or put both branches in the "
+                "graph with torch.cond, so one graph fits every input.")
     if "item()" in lowered or "tolist" in lowered:
         return "Python numbers leave the graph; keep the values as tensors."
     if "dynamic shape" in lowered:
@@ -363,58 +410,51 @@ def why_it_breaks(text: str) -> str:
     return "rewrite the line Dynamo names so there is nothing left for it to break on."
 
 
-# Config flags that make Dynamo capture more: a fix must not depend on them (they change every compile in the
-# process), so the checks compile with their defaults whatever the attempt set.
-DEFAULT_CAPTURE_CONFIG = {"capture_scalar_outputs": False, "capture_dynamic_output_shape_ops": False}
-
-
-def compile_and_run(fn: Callable, args: tuple, *, fullgraph: bool) -> tuple[GraphRecorder, Any]:
-    torch._dynamo.reset()
-    recorder = GraphRecorder()
-    with quiet(), torch._dynamo.config.patch(**DEFAULT_CAPTURE_CONFIG):
-        out = torch.compile(fn, backend=recorder, fullgraph=fullgraph)(*clone(args))
-    return recorder, out
-
-
 def clone(args: tuple) -> tuple:
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
 
-def compile_one_graph(ctx, name: str, fixed: Callable, args: tuple, shown: str) -> Any:
+def expect_fix_exists(ctx, name: str, args: tuple) -> None:
+    """fixed_<name> exists, is not torch.compiler.disable'd, and runs in eager (so an unfinished or crashing
+    fix reads as such, at the attempt's own line)."""
+    seen = run_probe(ctx, probes.probe_fix, name, clone(args), "eager")
+    expect(not seen["missing"], f"hunt.py has no function fixed_{name}; write it (same arguments as suspects.{name}).")
+    expect(not seen["disabled"],
+           f"fixed_{name} is wrapped in torch.compiler.disable, which tells Dynamo to run it in eager, outside any "
+           f"graph: called from compiled code it is a graph break of its own. (torch.compile(fixed_{name}) unwraps "
+           f"it and traces the code inside, breaks included.) Remove the decorator and rewrite the code instead.")
+
+
+def compile_one_graph(ctx, name: str, args: tuple, shown: str) -> Any:
     """torch.compile(fixed, fullgraph=True) gives one graph that ran and holds visible ops; returns its output."""
     call = f"torch.compile(fixed_{name}, fullgraph=True)({shown})"
-    try:
-        recorder, out = compile_and_run(fixed, args, fullgraph=True)
-    except torch._dynamo.exc.TorchDynamoException as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise CheckFailed(f"{call} raised {type(exc).__name__}{dynamo_location(exc, ctx.attempt.__file__)}: {first}\n"
-                          f"With fullgraph=True any graph break is an error. {why_it_breaks(str(exc))}") from None
-    expect(len(recorder.graphs) == 1,
-           f"{call} handed {len(recorder.graphs)} graphs to the backend; expected exactly one. "
-           + ("Zero graphs means Dynamo never traced the function: it ran in eager." if not recorder.graphs else ""))
-    gm = recorder.graphs[0]
-    expect(recorder.runs == 1, f"{call}: the compiled graph did not run for this call, so the result came from "
-                               f"eager Python, not from the graph.")
-    expect(op_nodes(gm), f"{call}: the graph has no op nodes, so the function's work happens outside it.")
-    hidden = opaque_node(gm)
-    if hidden is not None:
-        raise CheckFailed(f"{call}: the graph calls {node_text(hidden)}, which hides the function's ops from the "
+    seen = run_probe(ctx, probes.probe_fix, name, clone(args), "fullgraph")
+    error = seen["error"]
+    if error is not None:
+        raise CheckFailed(f"{call} raised {error['type']}{error['where']}: {error['first_line']}\n"
+                          f"With fullgraph=True any graph break is an error. {why_it_breaks(error['text'])}")
+    graphs = seen["graphs"]
+    expect(graphs == 1, f"{call} handed {graphs} graphs to the backend; expected exactly one. "
+                        + ("Zero graphs means Dynamo never traced the function: it ran in eager." if not graphs else ""))
+    expect(seen["runs"] == 1, f"{call}: the compiled graph did not run for this call, so the result came from "
+                              f"eager Python, not from the graph.")
+    expect(seen["ops"][0], f"{call}: the graph has no op nodes, so the function's work happens outside it.")
+    if seen["opaque"] is not None:
+        raise CheckFailed(f"{call}: the graph calls {seen['opaque']}, which hides the function's ops from the "
                           f"compiler (allow_in_graph or a custom op puts one opaque call in the graph). Write the "
                           f"computation with torch ops so they appear in the graph.")
-    return out
+    return seen["output"]
 
 
-def expect_no_break_without_fullgraph(ctx, name: str, fixed: Callable, args: tuple, shown: str) -> None:
-    recorder, _ = compile_and_run(fixed, args, fullgraph=False)
-    if len(recorder.graphs) == 1:
+def expect_no_break_without_fullgraph(ctx, name: str, args: tuple, shown: str) -> None:
+    seen = run_probe(ctx, probes.probe_fix, name, clone(args), "plain")
+    if seen["error"] is None and seen["graphs"] == 1:
         return
-    breaks = []
-    with contextlib.suppress(Exception), quiet():  # the reference's finder only names the lines for the message
-        breaks = ctx.reference.find_graph_breaks(fixed, *clone(args))
-    detail = "".join(f"\n    {Path(b.filename).name}:{b.lineno}  {b.reason}" for b in breaks)
-    item = any("item()" in b.reason for b in breaks)
+    breaks = [tuple(b) for b in seen["breaks"]]
+    detail = "".join(f"\n    {file}:{line}  {reason}" for file, line, reason in breaks)
+    item = any("item()" in reason for _, _, reason in breaks)
     raise CheckFailed(
-        f"torch.compile(fixed_{name})({shown}) without fullgraph made {len(recorder.graphs)} graphs, so the "
+        f"torch.compile(fixed_{name})({shown}) without fullgraph made {seen['graphs']} graphs, so the "
         f"function still breaks when compiled the usual way{':' + detail if detail else '.'}\n"
         + ("fullgraph=True accepted it because Dynamo captures `.item()` as a symbolic number when it must make one "
            "graph; plain torch.compile still breaks there. Keep the value a tensor." if item else
@@ -470,23 +510,16 @@ def describe_args(name: str, args: tuple) -> str:
 def check_fix(ctx, spec: FixSpec) -> None:
     name = spec.name
     suspect = getattr(SUSPECTS, name)
-    fixed = getattr(ctx.attempt, f"fixed_{name}", None)
-    expect(callable(fixed), f"hunt.py has no function fixed_{name}; write it (same arguments as suspects.{name}).")
-    expect(not getattr(fixed, "_torchdynamo_disable", False),
-           f"fixed_{name} is wrapped in torch.compiler.disable, which tells Dynamo to run it in eager, outside any "
-           f"graph: called from compiled code it is a graph break of its own. (torch.compile(fixed_{name}) unwraps "
-           f"it and traces the code inside, breaks included.) Remove the decorator and rewrite the code instead.")
     args = SUSPECTS.example_inputs(name)
     shown = ", ".join("tensor" for _ in args)
-    with quiet():
-        fixed(*clone(args))  # in eager first, so an unfinished or crashing fix reads as such
-    compile_one_graph(ctx, name, fixed, args, shown)
-    expect_no_break_without_fullgraph(ctx, name, fixed, args, shown)
+    expect_fix_exists(ctx, name, args)
+    compile_one_graph(ctx, name, args, shown)
+    expect_no_break_without_fullgraph(ctx, name, args, shown)
 
     def same_as_suspect(example: tuple) -> None:
         with quiet():
             want = suspect(*clone(example))
-        got = compile_one_graph(ctx, name, fixed, example, shown)
+        got = compile_one_graph(ctx, name, example, shown)
         try:
             torch.testing.assert_close(got, want, equal_nan=True)
         except AssertionError as exc:

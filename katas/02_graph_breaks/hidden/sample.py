@@ -3,14 +3,13 @@ fixes compiled with plain torch.compile and a backend that counts the graphs it 
 
 The suspects (chatty_mlp: two prints; standardize: a log call and a warning) come from the read-only
 suspects.py, so both columns hunt the same code. Each column shows the (file:line, reason) list its finder
-returns (and whether a second call right after returns the same: it must reset Dynamo), whether it left the
-graph-break loggers as it found them, and for every `fixed_<suspect>`: how many graphs it compiles into (one
-is the goal), how many ops they hold (one opaque call hides the ops), and whether it returns what the suspect
-does.
+returns (and whether a second call right after returns the same: it must reset Dynamo), whether it left
+torch's logging exactly as it found it (every torch logger's level, propagate, handlers and filters), and for
+every `fixed_<suspect>`: how many graphs it compiles into (one is the goal), how many ops they hold (one opaque
+call hides the ops), and whether it returns what the suspect does.
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import torch
@@ -21,13 +20,15 @@ from checker.samples import guarded
 from katas.common.quiet import quiet
 
 SUSPECTS = load_module(Path(__file__).resolve().parent.parent / "suspects.py", "suspects")  # as checks.py names it
+probes = load_module(Path(__file__).resolve().with_name("probes.py"), "kata02_graph_breaks_probes")
 HUNTED = ("chatty_mlp", "standardize")  # two breaks each
 CAPTURE_DEFAULTS = {"capture_scalar_outputs": False, "capture_dynamic_output_shape_ops": False}
 
 
-def _logger_state() -> dict:
-    names = [n for n in list(logging.root.manager.loggerDict) if n.endswith(".__graph_breaks")]
-    return {n: (logging.getLogger(n).isEnabledFor(logging.DEBUG), tuple(logging.getLogger(n).handlers)) for n in names}
+def _same_logging(before: dict, after: dict) -> bool:
+    """Two probes.logging_snapshot()s agree on every logger that existed before (compiling creates new ones)."""
+    kept = {name: after["loggers"].get(name) for name in before["loggers"]}
+    return kept == before["loggers"] and all(before[key] == after[key] for key in ("torch_logs", "disable"))
 
 
 def _breaks(module, name: str) -> list[str]:
@@ -71,7 +72,9 @@ def _fix(module, name: str) -> str:
 
 
 def _side(module) -> str:
-    before = _logger_state()
+    probes.settle_logging()
+    held = probes._live_logging_objects()  # so no new handler can take the id of a removed one
+    before = probes.logging_snapshot()
     lines = []
     for name in HUNTED:
         lines += [f"find_graph_breaks({name}):"]
@@ -82,10 +85,11 @@ def _side(module) -> str:
         same = again == text
         lines += [f"the same call again: {'the same list' if same else 'a different list:'}"]
         lines += [] if same else again.splitlines() if again.startswith("  ") else [f"  {again}"]
-    lines += [f"graph-break logging left as found: {'yes' if _logger_state() == before else 'NO'}", "",
+    lines += [f"torch's logging left as found: {'yes' if _same_logging(before, probes.logging_snapshot()) else 'NO'}", "",
               "torch.compile(fixed_<suspect>), counting graphs:"]
     lines += [f"  {name}: {guarded(_fix, module, name)}" for name in SUSPECTS.SUSPECTS]
     torch._dynamo.reset()
+    del held
     return "\n".join(lines)
 
 

@@ -4,17 +4,21 @@ Every line where Dynamo breaks the graph carries a hand-written annotation
 
     # BREAK <label>: <keyword>
 
-`label` names the break (unique in this file) and `keyword` is a word Dynamo's reason for it contains.
-The checks read the annotations to learn the expected file and line of every break; each `Case` below
-lists its breaks' labels in the order they happen when the function runs on the case's inputs. Nothing
-here is computed by the reference solution.
+`label` names the break (unique across this file and helpers_hidden.py, which holds the annotated lines of
+a helper in another module) and `keyword` is a word Dynamo's reason for it contains. The checks read the
+annotations to learn the expected file and line of every break; each `Case` below lists its breaks' labels
+in the order they happen when the function runs on the case's inputs and keyword arguments. Nothing here
+is computed by the reference solution.
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import random
+import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -25,6 +29,40 @@ log = logging.getLogger("fx_katas.hidden")
 
 def _g(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
+
+
+def _sibling(filename: str, module_name: str):
+    """A module beside this file (kata folders are not packages), loaded once under `module_name`."""
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, Path(__file__).resolve().with_name(filename))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+helpers = _sibling("helpers_hidden.py", "kata02_helpers_hidden")
+
+
+# --- what a finder must pass on and tell apart --------------------------------------------------------------
+
+def keyword_gate(x, *, exact=False):
+    y = x.exp()
+    if exact:
+        y = y / y.sum().item()  # BREAK kw_item: item()
+    return y
+
+
+def two_files(x):
+    y = x.sigmoid()
+    print("two_files: calling the helper")  # BREAK two_files_print: builtin
+    return helpers.peak_scaled(y)
+
+
+def breaks_then_raises(x):
+    y = x.cos()
+    print("breaks_then_raises: about to reject the input")  # BREAK raise_print: builtin
+    raise ValueError("breaks_then_raises: this input is rejected")
 
 
 # --- one break, each with ops before it: the kinds explain() does report --------------------------------
@@ -199,6 +237,7 @@ class Case:
     make_args: Callable[[], tuple]
     breaks: tuple[str, ...]  # labels of the annotated lines, in execution order
     note: str = ""  # why this case is here, shown to the learner when it fails
+    make_kwargs: Callable[[], dict] = field(default=dict)  # keyword arguments for the call
 
 
 def _module_case() -> Callable[..., Any]:
@@ -249,4 +288,12 @@ CASES: dict[str, Case] = {case.name: case for case in (
          ("branch_if", "branch_mask")),
     Case("three_kinds", three_kinds, lambda: (torch.randn(4, generator=_g(22)), torch.randn(2, generator=_g(23))),
          ("three_explicit", "three_tolist", "three_nonzero")),
+    Case("keyword_gate", keyword_gate, lambda: (torch.randn(4, generator=_g(24)),), ("kw_item",),
+         "the break happens only when the keyword argument exact=True reaches the function: pass **kwargs on",
+         make_kwargs=lambda: {"exact": True}),
+    Case("two_files", two_files, lambda: (torch.rand(3, generator=_g(25)) + 0.5,), ("two_files_print", "helper_item"),
+         "two breaks on the same line number in two different files (the helper lives in another module): "
+         "two breaks, told apart by their filename"),
+    Case("breaks_then_raises", breaks_then_raises, lambda: (torch.randn(3, generator=_g(26)),), ("raise_print",),
+         "the function raises after its break, so the finder's clean-up must run on the way out too"),
 )}

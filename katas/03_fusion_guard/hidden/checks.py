@@ -37,7 +37,7 @@ aten = torch.ops.aten
 FUSED = torch.ops.kata.linear_gelu.default
 LINEAR_FUNCTIONS = {torch._C._nn.linear, aten.linear.default, aten.addmm.default, aten.mm.default}
 GELU_FUNCTIONS = {torch._C._nn.gelu, aten.gelu.default}
-# nodes a correct rewrite may add or drop: parameter reads, the weight's transpose, core-ATen reshapes
+# nodes a correct rewrite may add or drop: parameter reads, the weight's transpose, the reshapes of decomposed graphs
 PLUMBING_FUNCTIONS = {aten.t.default, aten.permute.default, aten.view.default, aten._unsafe_view.default,
                       aten.reshape.default}
 RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
@@ -52,9 +52,11 @@ FORM_NOTES = {
               "to F.gelu. A matcher that only knows aten ops finds nothing here, and says nothing.",
     "torch": "TORCH graph: the Linear is call_function torch._C._nn.linear (that is F.linear), the GELU "
              "torch._C._nn.gelu (F.gelu); the bias is positional, a bias= keyword, None, or missing.",
-    "aten": "ATEN graph: the pair is aten.linear.default -> aten.gelu.default; the bias argument may be missing.",
-    "core_aten": "decomposed graph: a Linear is aten.addmm(bias, x, t(w)) or aten.mm(x, t(w)), t = aten.t or "
-                 "aten.permute(w, [1, 0]); with 3-D inputs a view (or _unsafe_view) sits between product and GELU.",
+    "aten": "ATEN graph that keeps the Linear whole (torch.export, make_fx(pre_dispatch=True)): the pair is "
+            "aten.linear.default -> aten.gelu.default; the bias argument may be missing.",
+    "decomposed": "decomposed graph (make_fx and aot_autograd: ATEN dialect; run_decompositions(): CORE_ATEN): a "
+                  "Linear is aten.addmm(bias, x, t(w)) or aten.mm(x, t(w)), t = aten.t or "
+                  "aten.permute(w, [1, 0]); with 3-D inputs a view (or _unsafe_view) sits between product and GELU.",
 }
 SINGLE_USER_NOTE = ("Fuse only when the GELU is the Linear output's ONLY reader: the fused op never produces the "
                     "pre-GELU value, so another reader (a residual add, the graph's output) would get the wrong "
@@ -183,6 +185,7 @@ class Case:
     gelus: int                # GELU computations in the model
     fused: tuple[str, ...]    # `approximate` of each SAFE Linear -> GELU pair, sorted
     dtype: torch.dtype = torch.float32
+    note: str = ""            # the rule this model is about, added to a wrong fused count's message
 
     def model(self) -> nn.Module:
         with torch.random.fork_rng():
@@ -312,12 +315,61 @@ GELU_READ_TWICE = Case(
     GeluReadTwice, (3, 4), linears=1, gelus=1, fused=("tanh",))
 
 
+class TorchLinearSubclasses(nn.Module):
+    """Two subclasses of nn.Linear from torch itself; symbolic_trace keeps both as call_module nodes (their classes
+    live under torch.nn / torch.ao.nn). NonDynamicallyQuantizableLinear only renames nn.Linear (it is
+    nn.MultiheadAttention's out_proj); torch.ao.nn.qat.Linear overrides forward to fake-quantize its weight."""
+
+    def __init__(self):
+        super().__init__()
+        from torch.ao.nn.qat import Linear as QATLinear
+        from torch.ao.quantization import get_default_qat_qconfig
+        from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
+
+        self.out_proj, self.act = NonDynamicallyQuantizableLinear(4, 6), nn.GELU()
+        self.qat_fc, self.act_tanh = QATLinear(6, 5, qconfig=get_default_qat_qconfig("x86")), nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        return self.act_tanh(self.qat_fc(self.act(self.out_proj(x))))
+
+
+LINEAR_SUBCLASSES = Case(
+    "act_tanh(qat_fc(act(out_proj(x)))), out_proj a NonDynamicallyQuantizableLinear (keeps nn.Linear.forward), "
+    "qat_fc a torch.ao.nn.qat.Linear (overrides forward: fake-quantizes its weight)",
+    TorchLinearSubclasses, (3, 4), linears=2, gelus=2, fused=("none",),
+    note="A call_module node is a Linear when its module is an nn.Linear or a subclass that keeps nn.Linear's "
+         "forward (type(module).forward is nn.Linear.forward): out_proj fuses. qat_fc's class overrides forward "
+         "(it fake-quantizes the weight), so fusing it into linear_gelu(x, weight, bias) would compute "
+         "something else: leave it.")
+
+
+class GeluOfMatmul(nn.Module):
+    """gelu(x @ w): a matrix product by a square weight used as it is, not transposed. Decomposed, it is
+    aten.mm(x, w) with no t/permute: no Linear. (Square, so fusing it with w as the Linear's weight runs and
+    silently computes gelu(x @ w.T) instead.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+        return F.gelu(x @ self.w)
+
+
+GELU_OF_MATMUL = Case(
+    "gelu(x @ w), w a square (4, 4) parameter used untransposed: in decomposed graphs aten.mm(x, w), no t(w)",
+    GeluOfMatmul, (3, 4), linears=1, gelus=1, fused=(),
+    note="A decomposed Linear multiplies by the TRANSPOSED weight: addmm(b, x, t(w)) or mm(x, t(w)), t = aten.t or "
+         "aten.permute(w, [1, 0]). This mm multiplies by w itself: it is some other matrix product, not a Linear. "
+         "Fusing it as linear_gelu(x, w, None) would compute gelu(x @ w.T).")
+
+
 # --- running the attempt and judging the result ---------------------------------------------------------------
 
 def form_of(gm: torch.fx.GraphModule, method: str) -> str:
     if method == "symbolic_trace":
         return "module" if any(n.op == "call_module" for n in gm.graph.nodes) else "torch"
-    return {"dynamo": "torch", "make_fx_pre_dispatch": "aten", "export": "aten"}.get(method, "core_aten")
+    return {"dynamo": "torch", "make_fx_pre_dispatch": "aten", "export": "aten"}.get(method, "decomposed")
 
 
 def attempt_line(ctx, exc: BaseException) -> str:
@@ -393,11 +445,11 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False) -> torch.fx.Gra
         raise CheckFailed(
             f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s) (returned {returned!r}); "
             f"the model has {expected} safe Linear -> GELU pair(s)"
-            + (f", still unfused: {', '.join(left)}" if left else "") + "." + note(FORM_NOTES[form])
+            + (f", still unfused: {', '.join(left)}" if left else "") + "." + note(case.note or FORM_NOTES[form])
             + graph("before", before_text))
     expect(len(after.fused) == expected,
            f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s); only {expected} pair(s) "
-           f"are safe to fuse." + note(SINGLE_USER_NOTE) + graph("after", after_text))
+           f"are safe to fuse." + note(case.note or SINGLE_USER_NOTE) + graph("after", after_text))
     computed = len(after.linears) + len(after.fused)
     expect(computed == case.linears,
            f"After fuse_linear_gelu {where}, the graph computes {computed} linear layers ({len(after.linears)} "
@@ -553,15 +605,15 @@ def random_mlps_as_aten_graphs(ctx):
     fuzz_captures(ctx, st.tuples(fuzz_specs(), st.sampled_from(("make_fx_pre_dispatch", "export"))))
 
 
-# --- stage: core_aten -----------------------------------------------------------------------------------------
+# --- stage: decomposed ----------------------------------------------------------------------------------------
 
-@CHECKS.check(stage="core_aten", weight=3)
+@CHECKS.check(stage="decomposed", weight=3)
 def addmm_and_mm_fuse(ctx):
     "decomposed graphs: addmm(b, x, t(w)) and mm(x, t(w)) -> gelu fuse"
     verify_each(ctx, [TWO_PAIRS_2D], ["make_fx", "aot_autograd", "export_core"])
 
 
-@CHECKS.check(stage="core_aten", weight=3)
+@CHECKS.check(stage="decomposed", weight=3)
 def view_sandwich_fuses(ctx):
     "3-D and 4-D inputs: the view -> addmm/mm -> view -> gelu sandwich fuses"
     verify_each(ctx, [TWO_PAIRS_3D, NO_BIAS_3D], ["make_fx"])  # bias: view/addmm/view; none: view/mm/_unsafe_view
@@ -569,15 +621,21 @@ def view_sandwich_fuses(ctx):
     verify(ctx, TWO_PAIRS_4D, "aot_autograd")
 
 
-@CHECKS.check(stage="core_aten", weight=2)
+@CHECKS.check(stage="decomposed", weight=2)
 def reshaped_product_with_two_users_is_not_fused(ctx):
     "decomposed graphs: a view of the product read twice blocks the fusion"
     verify_each(ctx, [RESIDUAL_3D, RETURNED_3D], ["make_fx"])
     verify(ctx, RESIDUAL_3D, "export_core")
 
 
-@CHECKS.check(stage="core_aten", weight=3)
-def random_mlps_as_core_aten_graphs(ctx):
+@CHECKS.check(stage="decomposed", weight=1)
+def matrix_product_without_transposed_weight_is_not_a_linear(ctx):
+    "decomposed graphs: gelu(mm(x, w)) with no t(w) is not a Linear -> GELU pair"
+    verify_each(ctx, [GELU_OF_MATMUL], ["make_fx", "export_core"] if ctx.deep else ["make_fx"])
+
+
+@CHECKS.check(stage="decomposed", weight=3)
+def random_mlps_as_decomposed_graphs(ctx):
     "random MLPs as decomposed graphs (make_fx, aot_autograd, export_core)"
     # make_fx first and twice: it is the cheapest capture of this form and the one counterexamples shrink to
     strategy = st.tuples(fuzz_specs(), st.sampled_from(("make_fx", "export_core", "make_fx", "aot_autograd")))
@@ -640,3 +698,43 @@ def dead_nodes_are_removed(ctx):
 def shared_linear_module_keeps_working(ctx):
     "a Linear called three times: two calls fuse, the third still runs"
     verify_each(ctx, [SHARED_LINEAR], ONE_PER_FORM)
+
+
+@CHECKS.check(stage="safety", weight=2)
+def linear_subclass_fuses_only_with_linear_forward(ctx):
+    "an nn.Linear subclass fuses only if it keeps nn.Linear.forward (torch.ao.nn.qat.Linear does not)"
+    verify(ctx, LINEAR_SUBCLASSES, "symbolic_trace")
+
+
+def recorded_value(node: object) -> object:
+    """The value a capture recorded for a node: meta "val" (make_fx, export, aot_autograd) or Dynamo's
+    "example_value"; None for anything else (a constant argument, symbolic_trace graphs)."""
+    if not isinstance(node, torch.fx.Node):
+        return None
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+@CHECKS.check(stage="safety", weight=1)
+def fused_nodes_record_their_value(ctx):
+    "in graphs that record values, each fused node carries meta['val'] with its output's shape and dtype"
+    for method in ("dynamo", "make_fx", "export") if ctx.deep else ("dynamo", "make_fx"):
+        gm = verify(ctx, TWO_PAIRS_3D, method)
+        for node in (n for n in gm.graph.nodes if n.op == "call_function" and n.target == FUSED):
+            x = node.args[0] if node.args else node.kwargs.get("x")
+            weight = node.args[1] if len(node.args) > 1 else node.kwargs.get("weight")
+            x_val, w_val = recorded_value(x), recorded_value(weight)
+            if not isinstance(x_val, torch.Tensor) or not isinstance(w_val, torch.Tensor):
+                continue  # the operands carry no values either: nothing to compare with
+            want = (*x_val.shape[:-1], w_val.shape[0])
+            got = recorded_value(node)
+            expect(isinstance(got, torch.Tensor),
+                   f"After fuse_linear_gelu on the {method} graph of {TWO_PAIRS_3D.title}, fused node {node.name} "
+                   f"has no recorded value (meta['val'] is {got!r}), while every other node of this graph has one. "
+                   f"Passes that run after yours (shape propagation, a partitioner, your own matcher on the next "
+                   f"pair) read shapes from it: copy the replaced Linear's meta['val'] (Dynamo graphs: "
+                   f"meta['example_value']) onto the fused node — same shape, same dtype.")
+            expect(tuple(got.shape) == tuple(want) and got.dtype == x_val.dtype,
+                   f"After fuse_linear_gelu on the {method} graph of {TWO_PAIRS_3D.title}, fused node {node.name} "
+                   f"records a value of shape {tuple(got.shape)} and dtype {got.dtype}; it computes "
+                   f"{tuple(want)} {x_val.dtype} (x {tuple(x_val.shape)} times weight {tuple(w_val.shape)} "
+                   f"transposed). Copy the meta of the node whose value the fused node now produces.")

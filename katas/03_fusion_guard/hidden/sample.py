@@ -1,5 +1,5 @@
 """`make diff N=3`'s sample: a two-pair MLP where only one pair is safe, captured as a MODULE graph and as a
-decomposed (core ATen) graph, then rewritten by each side's `fuse_linear_gelu` on a fresh capture of its own.
+decomposed graph (export().run_decompositions(): CORE_ATEN), then rewritten by each side's `fuse_linear_gelu` on a fresh capture of its own.
 
     z = fc1(x); h = gelu(z) + z        fc1's output has two readers: the guard must leave this pair alone
     out = gelu_tanh(fc2(h))            fc2 (no bias) feeds the GELU only: fuse, carrying approximate="tanh"

@@ -9,9 +9,12 @@ name that is not in NPU_OPS (or None), so any correct way of resolving targets p
 from __future__ import annotations
 
 import functools
+import importlib.util
 import itertools
 import operator
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 import torch
 import torch.fx
@@ -30,7 +33,9 @@ from katas.common.zoo import ZOO
 
 CHECKS = Checks()
 
-COMPUTE_OPS = ("call_module", "call_function", "call_method")
+# call nodes: every node the graph calls something for when it runs -- ops, and also getitem, higher-order ops
+# and arithmetic on sizes, which are no ops (kata 1 calls them neutral) but still run, on the CPU
+CALL_OPS = ("call_module", "call_function", "call_method")
 DIALECT_OF = CAPTURE_DIALECT
 ATEN_CAPTURES = ("make_fx_pre_dispatch", "export", "make_fx", "aot_autograd")
 ALL_ACTIVATIONS = NPU_FRIENDLY_ACTIVATIONS + CPU_ONLY_ACTIVATIONS
@@ -38,11 +43,28 @@ ALL_ACTIVATIONS = NPU_FRIENDLY_ACTIVATIONS + CPU_ONLY_ACTIVATIONS
 
 # --- describing nodes and graphs to a person -------------------------------------------------------------
 
+def module_class_text(module: nn.Module) -> str:
+    """'an nn.Linear' for torch.nn's own classes, 'a torch.ao.nn.qat.modules.linear.Linear' for any other."""
+    cls = type(module)
+    if getattr(nn, cls.__name__, None) is cls:
+        return f"an nn.{cls.__name__}"
+    return f"a {cls.__module__}.{cls.__qualname__}"
+
+
+# the module classes the lesson's table names
+TABLE_MODULES = (nn.Linear, nn.GELU, nn.ReLU, nn.Sigmoid, nn.Tanh, nn.SiLU, nn.LayerNorm, nn.Softmax)
+
+
+def table_base(module: object) -> type | None:
+    """The class of the lesson's table that `module`'s class is or derives from, if any."""
+    return next((cls for cls in type(module).__mro__ if cls in TABLE_MODULES), None)
+
+
 def target_text(node: torch.fx.Node, submodules: Mapping[str, nn.Module]) -> str:
     target = node.target
     if node.op == "call_module":
         module = submodules.get(target)
-        return f"{target}, an nn.{type(module).__name__}" if module is not None else str(target)
+        return f"{target}, {module_class_text(module)}" if module is not None else str(target)
     if getattr(target, "__module__", None) == __name__:  # a function defined in these checks plays a user's own
         return f"users_code.{target.__name__}"
     return target_name(target)
@@ -54,9 +76,9 @@ def node_text(node: torch.fx.Node, submodules: Mapping[str, nn.Module]) -> str:
 
 def graph_summary(gm: torch.fx.GraphModule, limit: int = 10) -> str:
     submodules = dict(gm.named_modules())
-    ops = [n for n in gm.graph.nodes if n.op in COMPUTE_OPS]
+    ops = [n for n in gm.graph.nodes if n.op in CALL_OPS]
     shown = ", ".join(node_text(n, submodules) for n in ops[:limit])
-    return shown + (f", … {len(ops) - limit} more" if len(ops) > limit else "") if ops else "(no compute nodes)"
+    return shown + (f", … {len(ops) - limit} more" if len(ops) > limit else "") if ops else "(no call nodes)"
 
 
 @functools.cache
@@ -66,9 +88,20 @@ def zoo_graph(name: str, method: str) -> torch.fx.GraphModule:
     return capture(model.build(), model.inputs(), method).gm
 
 
+def dialect_of(gm: torch.fx.GraphModule, method: str) -> str:
+    """Kata 1's dialect of a captured graph: the capture's, except that an aten-level graph whose aten ops are
+    all core (make_fx of pointwise code) is core_aten. Neutral nodes (getitem, custom ops, sizes) do not vote."""
+    dialect = DIALECT_OF[method]
+    if dialect not in ("aten", "core_aten"):
+        return dialect
+    ops = [n.target for n in gm.graph.nodes if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+           and n.target.namespace == "aten" and isinstance(n.meta.get("val"), torch.Tensor)]
+    return "core_aten" if ops and all(torch.Tag.core in op.tags for op in ops) else "aten"
+
+
 def zoo_how(name: str, method: str) -> str:
     nodes = zoo_graph(name, method).graph.nodes
-    dialect = f"{DIALECT_OF[method]} dialect"
+    dialect = f"{dialect_of(zoo_graph(name, method), method)} dialect"
     if method in ("symbolic_trace", "dynamo") and any(isinstance(n.target, torch._ops.OpOverloadPacket) for n in nodes):
         dialect = f"{DIALECT_OF[method]}-level calls next to a direct call of torch.ops.kata.linear_gelu"
     elif method == "symbolic_trace" and not any(n.op == "call_module" for n in nodes):
@@ -81,7 +114,13 @@ def diagnose(node: torch.fx.Node, got: object, want: str, submodules: Mapping[st
     overload = isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
     if node.op == "call_module":
         module = submodules.get(node.target)
-        kind = f"an nn.{type(module).__name__}" if module is not None else "a module"
+        base = table_base(module)
+        if module is not None and base is not None and type(module) is not base:
+            return (f"Its class, {type(module).__module__}.{type(module).__name__}, is a subclass of nn.{base.__name__} "
+                    f"that keeps nn.{base.__name__}.forward, so it computes exactly what an nn.{base.__name__} "
+                    f"computes. Go by the class hierarchy (isinstance, or type(module).__mro__), then check that "
+                    f"type(module).forward is nn.{base.__name__}.forward.")
+        kind = module_class_text(module) if module is not None else "a module"
         others = ", ".join(repr(name) for name in ("fc1", "proj", "act", "block.0") if name != node.target)
         return (f"A call_module target is the attribute name the model's author chose ({node.target!r} here; "
                 f"{others} elsewhere); it says nothing reliable about the op. Look the module up "
@@ -104,6 +143,41 @@ def diagnose(node: torch.fx.Node, got: object, want: str, submodules: Mapping[st
             f"(README.md, 'What a node becomes', lists every torch-level function the checks use).")
 
 
+def recorded_value(node: torch.fx.Node) -> tuple[bool, object]:
+    """(True, value) if the capture recorded the node's value (meta "val", or Dynamo's "example_value")."""
+    for key in ("val", "example_value"):
+        if key in node.meta:
+            return True, node.meta[key]
+    return False, None
+
+
+def cpu_reason(node: torch.fx.Node, want_op: object, submodules: Mapping[str, nn.Module]) -> str:
+    """Why a call node the NPU cannot run is not an NPU op, in the lesson's words."""
+    target = node.target
+    recorded, val = recorded_value(node)
+    if recorded and not isinstance(val, torch.Tensor):
+        kind = type(val).__name__ if val is not None else "None"
+        return (f"its recorded value (meta['val'] / meta['example_value']) is a {kind}, not a tensor: this is "
+                f"arithmetic on sizes that the host runs to compute a shape, not a tensor op, whatever its target "
+                f"says ({target_text(node, submodules)})")
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return (f"it is the higher-order op {target.__name__}: its body is another graph (the get_attr "
+                f"submodules it takes), and the NPU runs ops, not control flow or grad-mode regions")
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        namespace = str(target).split(".")[0]
+        if namespace not in ("aten", "kata"):
+            return (f"it is a custom op of the `{namespace}` namespace: a user's own code, which the NPU has no "
+                    f"kernel for whatever it is called; only aten ops and the NPU's own kata ops are NPU ops")
+    if node.op == "call_module":
+        module = submodules.get(target)
+        base = table_base(module)
+        if module is not None and base is not None and type(module) is not base and \
+                type(module).forward is not base.forward:
+            return (f"its class {type(module).__module__}.{type(module).__name__} subclasses nn.{base.__name__} but "
+                    f"overrides forward, so it computes something else than an nn.{base.__name__}")
+    return f"{want_op or 'this op'!r} is not in NPU_OPS, so it runs on the CPU"
+
+
 # --- calling the attempt ---------------------------------------------------------------------------------
 
 def value(verdict: object) -> object:
@@ -112,7 +186,7 @@ def value(verdict: object) -> object:
 
 
 def attempt_classify(ctx: Context, gm: torch.fx.GraphModule, how: str) -> dict[str, object]:
-    """The attempt's classify(gm), checked for shape: exactly the compute nodes, each 'npu' or 'cpu'."""
+    """The attempt's classify(gm), checked for shape: exactly the call nodes, each 'npu' or 'cpu'."""
     got = ctx.attempt.classify(gm)
     expect(isinstance(got, Mapping), f"classify on {how} returned a {type(got).__name__}; expected a dict of "
                                      f"node name -> 'npu' or 'cpu'")
@@ -120,13 +194,14 @@ def attempt_classify(ctx: Context, gm: torch.fx.GraphModule, how: str) -> dict[s
            f"classify on {how} returned a dict keyed by Node objects; key it by node.name (a str)")
     submodules = dict(gm.named_modules())
     for node in gm.graph.nodes:
-        if node.op in COMPUTE_OPS:
-            expect(node.name in got, f"classify on {how} has no entry for {node_text(node, submodules)}: every compute "
-                                     f"node (call_module, call_function — operator.getitem included — and "
-                                     f"call_method) must get 'npu' or 'cpu'")
+        if node.op in CALL_OPS:
+            expect(node.name in got, f"classify on {how} has no entry for {node_text(node, submodules)}: every call "
+                                     f"node (call_module, call_function and call_method — getitem, higher-order "
+                                     f"ops and size arithmetic included: no ops, but the graph runs them) must get "
+                                     f"'npu' or 'cpu'")
         elif node.name in got:
             raise CheckFailed(f"classify on {how} gave {node.op} node `{node.name}` a verdict "
-                              f"({value(got[node.name])!r}); only compute nodes are classified — "
+                              f"({value(got[node.name])!r}); only call nodes are classified — "
                               f"placeholder, get_attr and output nodes do no work")
     names = {n.name for n in gm.graph.nodes}
     stray = sorted(set(map(str, got)) - names)
@@ -143,27 +218,26 @@ def expect_node_agrees(ctx: Context, node: torch.fx.Node, submodules, verdicts: 
     got_op = ctx.attempt.canonical_op(node, submodules)
     on_npu = want_op in NPU_OPS
     where = f"{node_text(node, submodules)} in {how}"
-    if node.op not in COMPUTE_OPS:
+    if node.op not in CALL_OPS:
         expect(got_op is None, f"canonical_op for {where} returned {got_op!r}; expected None: a {node.op} node "
                                f"does no work, so it is no op at all")
     elif on_npu:
         expect(got_op == want_op, f"canonical_op for {where} returned {got_op!r}, expected {want_op!r}. "
                                   f"{diagnose(node, got_op, want_op, submodules)}")
     else:
-        what = f"{want_op!r}" if want_op else "an op the NPU does not know"
         expect(not (isinstance(got_op, str) and got_op in NPU_OPS),
-               f"canonical_op for {where} returned {got_op!r}, an NPU op, but this node is {what}, which is not in "
-               f"NPU_OPS: the NPU has no kernel for it.")
+               f"canonical_op for {where} returned {got_op!r}, an NPU op, but the NPU has no kernel for this node: "
+               f"{cpu_reason(node, want_op, submodules)}.")
     supported = ctx.attempt.NPUOperatorSupport().is_node_supported(submodules, node)
     if on_npu:
         because = f"its canonical op {want_op!r} is in NPU_OPS"
-    elif node.op not in COMPUTE_OPS:
+    elif node.op not in CALL_OPS:
         because = f"a {node.op} node is not an op, so it is never supported"
     else:
-        because = f"{want_op or 'this op'!r} is not in NPU_OPS, so it runs on the CPU"
+        because = cpu_reason(node, want_op, submodules)
     expect(bool(supported) == on_npu, f"NPUOperatorSupport().is_node_supported(submodules, node) for {where} returned "
                                       f"{supported!r}, expected {on_npu}: {because}")
-    if node.op in COMPUTE_OPS:
+    if node.op in CALL_OPS:
         verdict = value(verdicts[node.name])
         want = "npu" if on_npu else "cpu"
         expect(verdict == want, f"classify on {how} said {verdict!r} for {node_text(node, submodules)}, expected "
@@ -181,12 +255,12 @@ def expect_graph_agrees(ctx: Context, gm: torch.fx.GraphModule, how: str) -> Non
 
 
 def expect_fully_on_npu(ctx: Context, gm: torch.fx.GraphModule, how: str) -> None:
-    """A graph of NPU ops only: every compute node 'npu'. The message names the dialect and the first miss."""
+    """A graph of NPU ops only: every call node 'npu'. The message names the dialect and the first miss."""
     submodules = dict(gm.named_modules())
-    compute = [n for n in gm.graph.nodes if n.op in COMPUTE_OPS]
-    assert all(ctx.reference.classify(gm)[n.name] == "npu" for n in compute), f"internal: {how} is not all-NPU"
+    calls = [n for n in gm.graph.nodes if n.op in CALL_OPS]
+    assert all(ctx.reference.classify(gm)[n.name] == "npu" for n in calls), f"internal: {how} is not all-NPU"
     verdicts = attempt_classify(ctx, gm, how)
-    missed = [n for n in compute if value(verdicts[n.name]) != "npu"]
+    missed = [n for n in calls if value(verdicts[n.name]) != "npu"]
     if missed:
         first = missed[0]
         want_op = ctx.reference.canonical_op(first, submodules)
@@ -200,9 +274,9 @@ def expect_fully_on_npu(ctx: Context, gm: torch.fx.GraphModule, how: str) -> Non
         else:
             reason = (f"canonical_op ({want_op!r}) and is_node_supported (True) are right, but classify said "
                       f"{value(verdicts[first.name])!r}: classify should follow is_node_supported.")
-        on = len(compute) - len(missed)
+        on = len(calls) - len(missed)
         raise CheckFailed(
-            f"classify put {on} of {len(compute)} compute nodes of {how} on the NPU, but every one of them is an "
+            f"classify put {on} of {len(calls)} call nodes of {how} on the NPU, but every one of them is an "
             f"NPU op{' — the accelerator would do nothing' if on == 0 else ''}.\n"
             f"First missed node: {node_text(first, submodules)}: {reason}\n"
             f"graph: {graph_summary(gm)}")
@@ -215,7 +289,7 @@ def _fuzz_dialect(ctx: Context, specs, methods: tuple[str, ...], max_examples: i
     def prop(example) -> None:
         spec, method = example
         gm = capture(build_mlp(spec), (example_input(spec),), method).gm
-        expect_graph_agrees(ctx, gm, f"the {method} graph of the random MLP below ({DIALECT_OF[method]} dialect)")
+        expect_graph_agrees(ctx, gm, f"the {method} graph of the random MLP below ({dialect_of(gm, method)} dialect)")
 
     fuzz(ctx, strategy, prop, describe=lambda ex: f"{describe(ex[0])}\ncaptured with: {ex[1]}",
          max_examples=max_examples)
@@ -241,7 +315,7 @@ def sandwich_graphs(methods: tuple[str, ...], styles: tuple[str, ...]):
         spec = cpu_sandwich(style)
         for method in methods:
             gm = capture(build_mlp(spec), (example_input(spec),), method).gm
-            yield gm, (f"the {method} graph ({DIALECT_OF[method]} dialect) of an MLP with "
+            yield gm, (f"the {method} graph ({dialect_of(gm, method)} dialect) of an MLP with "
                        f"{'nn.Module' if style == 'modules' else 'functional'} calls: Linear, LayerNorm, Linear, "
                        f"sin (+ residual), Linear, softmax, Linear, cumsum")
 
@@ -255,7 +329,7 @@ def structural_nodes_are_never_supported(ctx):
         gm = zoo_graph(name, method)
         submodules = dict(gm.named_modules())
         for node in gm.graph.nodes:
-            if node.op in COMPUTE_OPS:
+            if node.op in CALL_OPS:
                 continue
             where = f"{node.op} node `{node.name}` of {zoo_how(name, method)}"
             got_op = ctx.attempt.canonical_op(node, submodules)
@@ -302,8 +376,10 @@ ALL_NPU_GRAPHS = {
     "module": [(m, "symbolic_trace") for m in ("mlp", "mlp_3d", "residual")],
     "torch": [(m, "dynamo") for m in ("mlp", "residual", "functional", "pointwise")]
              + [(m, "symbolic_trace") for m in ("functional", "pointwise")],
-    "aten": [(m, c) for c in ATEN_CAPTURES for m in ("mlp_3d", "residual", "functional")] + [("pointwise", "make_fx")],
-    "core_aten": [(m, "export_core") for m in ("mlp_3d", "residual", "functional", "pointwise")],
+    "aten": [(m, c) for c in ATEN_CAPTURES for m in ("mlp_3d", "residual", "functional")],
+    # make_fx of relu/mul/add holds core ops only: kata 1's CORE_ATEN, though make_fx usually gives ATEN
+    "core_aten": [(m, "export_core") for m in ("mlp_3d", "residual", "functional", "pointwise")]
+                 + [("pointwise", "make_fx")],
 }
 MIXED_ZOO = ("norm_block", "attention", "renamed")
 
@@ -374,7 +450,7 @@ def aten_random_mlps_agree_with_reference(ctx):
 
 @CHECKS.check(stage="core_aten", weight=3)
 def core_aten_graphs_of_npu_ops_run_fully_on_npu(ctx):
-    "core_aten dialect: export().run_decompositions() graphs of NPU ops are 100% NPU"
+    "core_aten dialect: run_decompositions() graphs, and make_fx of pointwise code, of NPU ops are 100% NPU"
     _all_npu(ctx, "core_aten")
 
 
@@ -423,7 +499,7 @@ def expect_same_partitions(ctx: Context, gm: torch.fx.GraphModule, how: str) -> 
         if got == want:
             continue
         kinds = {n.name: n.op for n in gm.graph.nodes}
-        odd = sorted({name for p in got for name in p if kinds.get(name) not in COMPUTE_OPS})
+        odd = sorted({name for p in got for name in p if kinds.get(name) not in CALL_OPS})
         if odd:
             why = (f"Your partitions contain {', '.join(f'{kinds[n]} `{n}`' for n in odd)}: is_node_supported said "
                    f"yes to nodes that are not ops, so the partitioner pulled them in.")
@@ -524,8 +600,8 @@ def custom_op_linear_gelu_runs_on_npu(ctx):
 
 
 @CHECKS.check(stage="edge_cases", weight=1)
-def getitem_is_a_cpu_compute_node(ctx):
-    "operator.getitem is a compute node, classified 'cpu'"
+def getitem_is_a_cpu_call_node(ctx):
+    "operator.getitem is no op but a call node: classified 'cpu'"
     gm = zoo_graph("norm_block", "make_fx")
     how = zoo_how("norm_block", "make_fx")
     verdicts = attempt_classify(ctx, gm, how)
@@ -560,3 +636,166 @@ def user_function_named_gelu_stays_on_cpu(ctx):
            f"called gelu. Resolve call_function targets by identity, not by __name__; an unknown callable is "
            f"None and runs on the CPU.")
     expect_graph_agrees(ctx, gm, how)
+
+
+# --- the kinds of node that are no ops (kata 1 calls them neutral) ------------------------------------------
+
+def _load_probes():
+    """hidden/probes.py (kata folders are not packages): the questions asked where the attempt's code runs."""
+    name = "kata04_op_support_probes"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("probes.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+probes = _load_probes()
+
+
+def run_probe(ctx: Context, fn, *args):
+    """`fn(attempt, *args)` where the attempt's code runs (ctx.probe), or here when the checker has no worker."""
+    probe = getattr(ctx, "probe", None)
+    return probe(fn, *args) if probe is not None else fn(ctx.attempt, *args)
+
+
+class TorchLinearSubclasses(nn.Module):
+    """Two subclasses of nn.Linear from torch itself, both kept as call_module nodes by symbolic_trace (their
+    classes live under torch.nn / torch.ao.nn): NonDynamicallyQuantizableLinear only renames nn.Linear (it is
+    nn.MultiheadAttention's out_proj); torch.ao.nn.qat.Linear overrides forward to fake-quantize its weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torch.ao.nn.qat import Linear as QATLinear
+        from torch.ao.quantization import get_default_qat_qconfig
+        from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
+
+        self.out_proj, self.act = NonDynamicallyQuantizableLinear(4, 6), nn.GELU()
+        self.qat_fc = QATLinear(6, 3, qconfig=get_default_qat_qconfig("x86"))
+
+    def forward(self, x):
+        return self.act(self.qat_fc(self.act(self.out_proj(x))))
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def module_subclasses_count_only_with_their_base_forward(ctx):
+    "an nn.Linear subclass is 'linear' only if it keeps nn.Linear.forward (torch.ao.nn.qat.Linear does not)"
+    gm = torch.fx.symbolic_trace(TorchLinearSubclasses().eval())
+    submodules = dict(gm.named_modules())
+    how = "the symbolic_trace graph of act(qat_fc(act(out_proj(x)))), two nn.Linear subclasses from torch"
+    for name in ("out_proj", "qat_fc"):
+        node = next(n for n in gm.graph.nodes if n.op == "call_module" and n.target == name)
+        expect_node_agrees(ctx, node, submodules, attempt_classify(ctx, gm, how), how)
+    expect_graph_agrees(ctx, gm, how)
+
+
+class UserCustomOp(nn.Module):
+    """A Linear, then the user's own custom op torch.ops.mylib.gelu (katas/common/ops.py), plus the input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.ops.mylib.gelu(self.fc(x)) + x
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def custom_ops_of_other_namespaces_stay_on_cpu(ctx):
+    "a user's custom op called gelu (mylib::gelu) is no NPU op, as packet and as overload"
+    model, inputs = UserCustomOp().eval(), (torch.randn(2, 4, generator=torch.Generator().manual_seed(1)),)
+    for method in ("symbolic_trace", "make_fx", "export"):
+        gm = capture(model, inputs, method).gm
+        how = f"the {method} graph of torch.ops.mylib.gelu(fc(x)) + x (mylib::gelu: the user's own custom op)"
+        expect_cpu_ops_on_cpu(ctx, [(gm, how)])
+
+
+def _higher_order_graphs(ctx: Context):
+    """(graph, description): torch.cond in Dynamo's graph, a no_grad block in export's."""
+    from katas.common.models import wrap_model
+
+    mlp = ZOO["mlp"]
+    plans = [("cond", "dynamo"), ("no_grad", "export")]
+    for wrapping, method in plans:
+        gm = capture(wrap_model(mlp.build(), wrapping, 4), mlp.inputs(), method).gm
+        what = ("torch.cond(x.amax() > 0, mlp(x), mlp(-x))" if wrapping == "cond"
+                else "an MLP inside `with torch.no_grad():`")
+        yield gm, f"the {method} graph of {what}"
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def higher_order_ops_are_cpu_call_nodes(ctx):
+    "higher-order ops (cond, wrap_with_set_grad_enabled) are call nodes: classified 'cpu'"
+    for gm, how in _higher_order_graphs(ctx):
+        hops = [n for n in gm.graph.nodes if isinstance(n.target, torch._ops.HigherOrderOperator)]
+        assert hops, f"internal: no higher-order op in {how}"
+        verdicts = attempt_classify(ctx, gm, how)  # every call node has an entry: the higher-order op too
+        for node in hops:
+            got = value(verdicts[node.name])
+            expect(got == "cpu", f"classify on {how} said {got!r} for `{node.name}` (the higher-order op "
+                                 f"{node.target.__name__}), expected 'cpu': {cpu_reason(node, None, {})}. Its node "
+                                 f"name comes from the ops inside; it says nothing about what the node is.")
+        expect_graph_agrees(ctx, gm, how)
+
+
+class FlattenBatch(nn.Module):
+    """Flattens (batch, tokens, 4) to (batch * tokens, 4) with sizes read off the input, then Linear and ReLU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x.reshape(x.shape[0] * x.shape[1], 4)))
+
+
+def _dynamic_graphs(ctx: Context):
+    """(graph, description) with symbolic sizes: export with a Dim and Dynamo with dynamic=True (deep adds the
+    decomposition of a 3-D MLP, where the Linear's view computes its size with operator.mul)."""
+    inputs = (torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(1)),)
+    for method in ("export", "dynamo"):
+        gm = capture(FlattenBatch().eval(), inputs, method, dynamic=True).gm
+        how = "torch.export graph (a Dim on the batch)" if method == "export" else "Dynamo graph (dynamic=True)"
+        yield gm, f"the {how} of relu(fc(x.reshape(x.shape[0] * x.shape[1], 4)))"
+    if ctx.deep:  # where size arithmetic comes from without asking: a decomposed Linear on a 3-D input
+        gm = capture(ZOO["mlp_3d"].build(), ZOO["mlp_3d"].inputs(), "export_core", dynamic=True).gm
+        yield gm, "the export_core graph of the `mlp_3d` model with a symbolic batch size"
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def size_arithmetic_is_no_npu_op(ctx):
+    "operator.mul on SymInt sizes (export with Dim, dynamic Dynamo) is 'cpu'; the reshape it feeds is 'npu'"
+    for gm, how in _dynamic_graphs(ctx):
+        sizes = [n for n in gm.graph.nodes if n.op in CALL_OPS and n.target is operator.mul]
+        assert sizes and all(not isinstance(recorded_value(n)[1], torch.Tensor) for n in sizes), \
+            f"internal: no size arithmetic in {how}"
+        submodules = dict(gm.named_modules())
+        verdicts = attempt_classify(ctx, gm, how)
+        for node in sizes:
+            expect_node_agrees(ctx, node, submodules, verdicts, how)
+        expect_graph_agrees(ctx, gm, how)
+
+
+REMOVED_FROM_NPU = ("gelu", "add")
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def npu_ops_is_read_from_katas_common(ctx):
+    "an NPU without gelu and add kernels: with katas.common.npu.NPU_OPS changed, classify follows it"
+    for name, method in (("residual", "make_fx"), ("residual", "dynamo")):
+        gm = zoo_graph(name, method)
+        how = zoo_how(name, method)
+        got = run_probe(ctx, probes.probe_classify_on_changed_npu, gm, list(REMOVED_FROM_NPU))
+        npu = NPU_OPS - frozenset(REMOVED_FROM_NPU)
+        submodules = dict(gm.named_modules())
+        for node in gm.graph.nodes:
+            if node.op not in CALL_OPS:
+                continue
+            want = "npu" if ctx.reference.canonical_op(node, submodules) in npu else "cpu"
+            expect(got.get(node.name) == want,
+                   f"The NPU's op set changed: katas.common.npu.NPU_OPS lost {', '.join(REMOVED_FROM_NPU)} (a "
+                   f"device without those kernels), and your module was imported again. classify on {how} then "
+                   f"said {got.get(node.name)!r} for {node_text(node, submodules)}, expected {want!r}. Import "
+                   f"NPU_OPS from katas.common.npu and test membership in it: a copy of the set, or a table of your "
+                   f"own that says which ops are NPU ops, does not follow the device.")

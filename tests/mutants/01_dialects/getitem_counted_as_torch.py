@@ -8,7 +8,17 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("getitem_is_neutral", "getitem_does_not_mix_levels")
+KILLED_BY = (
+    "getitem_is_neutral",
+    "make_fx_export_aot_graphs_are_aten",
+    "symbolic_batch_graphs_are_aten",
+    "control_flow_and_no_grad_graphs_are_aten",
+    "decomposed_exports_are_core_aten",
+    "core_means_the_core_tag",
+    "getitem_does_not_mix_levels",
+    "torch_and_aten_nodes_raise_mixed",
+    "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+)
 
 
 def node_dialect(node):

@@ -4,11 +4,15 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
-KILLED_BY = ("module_and_aten_nodes_raise_mixed", "torch_and_aten_nodes_raise_mixed")
+KILLED_BY = (
+    "module_and_aten_nodes_raise_mixed",
+    "torch_and_aten_nodes_raise_mixed",
+    "mixed_levels_across_subgraphs_raise_mixed",
+)
 
 
 def detect_dialect(gm):
-    found = {node_dialect(n) for n in gm.graph.nodes} - {None}
+    found = {node_dialect(n) for n in _ref.graph_nodes(gm)} - {None}
     for dialect in (Dialect.MODULE, Dialect.TORCH, Dialect.ATEN, Dialect.CORE_ATEN):
         if dialect in found:
             return dialect

@@ -8,11 +8,10 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
-KILLED_BY = ("symbolic_trace_of_modules_is_module",)
+KILLED_BY = ("symbolic_trace_of_modules_is_module", "module_graphs_with_custom_ops_and_packets_are_module")
 
 
 def detect_dialect(gm):
-    dialects = [d for d in map(node_dialect, gm.graph.nodes) if d is not None]
-    if dialects and all(d == Dialect.MODULE for d in dialects):
-        return Dialect.MODULE
-    return _ref.detect_dialect(gm) if Dialect.MODULE not in dialects else Dialect.TORCH
+    dialect = _ref.detect_dialect(gm)  # keeps the reference's MixedDialectError
+    levels = {node_dialect(n) for n in _ref.graph_nodes(gm)} - {None}
+    return Dialect.TORCH if dialect == Dialect.MODULE and levels != {Dialect.MODULE} else dialect

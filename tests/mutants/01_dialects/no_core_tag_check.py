@@ -6,7 +6,15 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("overloads_split_by_core_tag", "decomposed_exports_are_core_aten", "random_mlps_in_every_capture")
+KILLED_BY = (
+    "overloads_split_by_core_tag",
+    "shape_arithmetic_is_neutral",
+    "decomposed_exports_are_core_aten",
+    "dialect_is_about_content_not_tool",
+    "answers_for_the_graph_as_it_is_now",
+    "random_mlps_in_every_capture",
+    "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+)
 
 
 def node_dialect(node):

@@ -9,7 +9,9 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("several_breaks_in_execution_order",)
+KILLED_BY = ("reports_file_and_line", "reason_is_dynamos_cause", "passes_keyword_arguments",
+             "frame_falls_back_entirely", "several_breaks_in_execution_order", "same_line_in_two_files",
+             "resets_dynamo_first")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

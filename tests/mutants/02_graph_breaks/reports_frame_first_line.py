@@ -9,7 +9,10 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("reports_file_and_line", "break_inside_helper")
+KILLED_BY = ("reports_file_and_line", "reason_is_dynamos_cause", "module_forward", "passes_keyword_arguments",
+             "break_before_any_op", "frame_falls_back_entirely", "break_inside_helper",
+             "several_breaks_in_execution_order", "one_entry_per_line", "same_line_in_two_files",
+             "resets_dynamo_first")
 
 
 def _frame_first_line(filename, lineno):

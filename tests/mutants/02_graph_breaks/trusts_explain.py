@@ -12,7 +12,8 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("break_before_any_op", "frame_falls_back_entirely")
+KILLED_BY = ("reason_is_dynamos_cause", "module_forward", "break_before_any_op", "frame_falls_back_entirely",
+             "several_breaks_in_execution_order", "resets_dynamo_first")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

@@ -24,7 +24,13 @@ def linear_operands(gm, node):
     return _right_linear_operands(gm, node)
 
 
-KILLED_BY = ("linear_without_bias_fuses", "functional_symbolic_trace_fuses", "view_sandwich_fuses")
+KILLED_BY = (
+    "functional_symbolic_trace_fuses", "export_graphs_fuse", "pre_dispatch_graphs_fuse", "random_mlps_as_aten_graphs",
+    "addmm_and_mm_fuse", "view_sandwich_fuses", "reshaped_product_with_two_users_is_not_fused",
+    "matrix_product_without_transposed_weight_is_not_a_linear", "random_mlps_as_decomposed_graphs",
+    "linear_output_with_two_users_is_not_fused", "linear_without_bias_fuses", "second_call_fuses_nothing",
+    "dead_nodes_are_removed", "fused_nodes_record_their_value",
+)
 
 _ref.linear_operands = linear_operands
 fuse_linear_gelu = _ref.fuse_linear_gelu

@@ -8,8 +8,11 @@ from checker.kit import load_reference
 
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
-KILLED_BY = ("linear_output_with_two_users_is_not_fused", "reshaped_product_with_two_users_is_not_fused",
-             "random_mlps_as_torch_graphs", "random_mlps_as_aten_graphs")
+KILLED_BY = (
+    "random_mlps_as_module_graphs", "random_mlps_as_torch_graphs", "random_mlps_as_aten_graphs",
+    "reshaped_product_with_two_users_is_not_fused", "random_mlps_as_decomposed_graphs",
+    "linear_output_with_two_users_is_not_fused",
+)
 
 
 def feeds_only(node, user):
@@ -22,6 +25,7 @@ def rewrite(gm, match):
     with graph.inserting_before(match.reshape or match.gelu):
         weight, bias = _ref.as_value(graph, operands.weight), _ref.as_value(graph, operands.bias)
         fused = graph.call_function(_ref.LINEAR_GELU, (operands.x, weight, bias), {"approximate": match.approximate})
+    fused.meta.update({k: v for k, v in match.linear.meta.items() if k in ("val", "example_value")})
     if match.reshape is not None:
         match.reshape.replace_input_with(match.linear, fused)
         match.gelu.replace_all_uses_with(match.reshape)

@@ -5,7 +5,11 @@ from checker.kit import load_reference
 _ref = load_reference("04_op_support", "op_support.py")
 _right_canonical_op = _ref.canonical_op
 
-KILLED_BY = ("call_method_nodes_resolve_by_method_name", "torch_graphs_of_npu_ops_run_fully_on_npu")
+KILLED_BY = (
+    "canonical_names_in_every_dialect", "module_graphs_send_cpu_ops_to_cpu",
+    "torch_graphs_of_npu_ops_run_fully_on_npu", "torch_graphs_send_cpu_ops_to_cpu",
+    "partitions_match_reference_on_zoo", "call_method_nodes_resolve_by_method_name", "size_arithmetic_is_no_npu_op",
+)
 
 
 def canonical_op(node, submodules):

@@ -1,5 +1,5 @@
 """Mistake: classify skips operator.getitem, treating it as bookkeeping. The lesson defines every
-call_function node, getitem included, as a compute node; kata 5's backend needs a verdict for each."""
+call_function node, getitem included, as a call node; kata 5's backend needs a verdict for each."""
 import operator
 
 from checker.kit import load_reference
@@ -7,7 +7,11 @@ from checker.kit import load_reference
 _ref = load_reference("04_op_support", "op_support.py")
 canonical_op, NPUOperatorSupport = _ref.canonical_op, _ref.NPUOperatorSupport
 
-KILLED_BY = ("getitem_is_a_cpu_compute_node", "aten_graphs_send_cpu_ops_to_cpu")
+KILLED_BY = (
+    "module_graphs_send_cpu_ops_to_cpu", "torch_graphs_send_cpu_ops_to_cpu", "aten_graphs_send_cpu_ops_to_cpu",
+    "aten_random_mlps_agree_with_reference", "core_aten_graphs_send_cpu_ops_to_cpu",
+    "call_method_nodes_resolve_by_method_name", "getitem_is_a_cpu_call_node", "higher_order_ops_are_cpu_call_nodes",
+)
 
 
 def classify(gm):

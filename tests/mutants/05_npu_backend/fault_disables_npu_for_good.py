@@ -11,15 +11,15 @@ npu_backend = _ref.npu_backend
 KILLED_BY = ("injected_fault_reruns_that_call_on_cpu",)
 
 
-def forward(self, *args):
+def run_on_npu(self, program, inputs, args):
     if getattr(self, "broken", False):
         return self.on_cpu(*args)
     try:
-        return self.program(*args)
+        return program(*inputs)
     except NPURuntimeError as error:
         warnings.warn(f"{self.name} runs on the CPU from now on: {error}", NPUFallbackWarning)
         self.broken = True
         return self.on_cpu(*args)
 
 
-_ref.NPUPartition.forward = forward
+_ref.NPUPartition.run_on_npu = run_on_npu

@@ -1,0 +1,357 @@
+"""Probes for kata 2's checks: everything that runs the attempt's code inside torch machinery.
+
+A probe takes the attempt module and plain data -- a hidden suspect's name, which state to set up, input
+tensors -- and returns plain data: the finder's answer as (filename, lineno, reason) records, snapshots of
+Python's and torch's logging state as dicts, how many graphs a fix compiled into and which ops they hold, the
+fix's output tensor, an exception as its type and message. checks.py compares that data with the hand-written
+truth (the `# BREAK` annotations of suspects_hidden.py and helpers_hidden.py) and with the given suspects run
+eagerly. Nothing here asserts or knows what a right answer is.
+
+An exception the attempt raises that no probe expects (NotImplementedError from the stub, a bug) propagates,
+so the checker reports it at the attempt's own file and line. Probes run under `quiet()`: the suspects print
+and warn, and torch prints hints; none of it belongs in the learner's report.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import re
+import sys
+import types
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch._dynamo
+import torch._logging
+
+from katas.common.quiet import quiet
+
+HIDDEN_DIR = Path(__file__).resolve().parent
+KATA_DIR = HIDDEN_DIR.parent
+
+
+def _module(path: Path, name: str) -> ModuleType:
+    """The module at `path`, loaded once under `name` (kata folders are not packages). checks.py loads the
+    same files under the same names, so when probes run in the checks' own process they share the objects."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+SUSPECTS = _module(KATA_DIR / "suspects.py", "suspects")  # the name hunt.py's `import suspects` uses
+HIDDEN = _module(HIDDEN_DIR / "suspects_hidden.py", "kata02_suspects_hidden")
+
+# Config flags that make Dynamo capture more: a fix must not depend on them (they change every compile in the
+# process), so fixes are compiled with their defaults whatever the attempt set.
+DEFAULT_CAPTURE_CONFIG = {"capture_scalar_outputs": False, "capture_dynamic_output_shape_ops": False}
+
+
+# --- the finder -------------------------------------------------------------------------------------------
+
+def answer(result: Any) -> dict:
+    """What `find_graph_breaks` returned, as data: its type and, per item, the three fields when they have
+    the promised types (None where they do not) and the item's repr for messages."""
+    items = []
+    if isinstance(result, list):
+        for item in result:
+            fields = {name: getattr(item, name, None) for name in ("filename", "lineno", "reason")}
+            items.append({
+                "filename": fields["filename"] if isinstance(fields["filename"], str) else None,
+                "lineno": fields["lineno"] if isinstance(fields["lineno"], int)
+                and not isinstance(fields["lineno"], bool) else None,
+                "reason": fields["reason"] if isinstance(fields["reason"], str) else None,
+                "repr": repr(item)[:300],
+            })
+    return {"type": type(result).__name__, "items": items}
+
+
+def _add_one(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
+def settle_logging() -> None:
+    """One small compile, so that what torch's logging does by itself on a process's first compiles has been
+    done before a snapshot: its lazy trace handler on `torch.__trace` removes itself at the first structured
+    event when TORCH_TRACE is unset, which is no finder's doing."""
+    with quiet():
+        torch._dynamo.reset()
+        torch.compile(_add_one, backend="eager")(torch.zeros(2))
+
+
+def probe_find(attempt: ModuleType, case_name: str, before: str = "reset") -> dict:
+    """The attempt's `find_graph_breaks` on hidden case `case_name`, called with the case's positional and
+    keyword arguments. `before` is what happens first: "reset" (torch._dynamo.reset(), so the check sees the
+    finder on its own), "compiled" (reset, then the case's function compiled and run with backend="eager",
+    as a user would have done), or "nothing" (right after the previous call)."""
+    case = HIDDEN.CASES[case_name]
+    if before in ("reset", "compiled"):
+        torch._dynamo.reset()
+    if before == "compiled":
+        with quiet():
+            torch.compile(case.fn, backend="eager")(*case.make_args(), **case.make_kwargs())
+    with quiet():
+        result = attempt.find_graph_breaks(case.fn, *case.make_args(), **case.make_kwargs())
+    return answer(result)
+
+
+# --- logging state ----------------------------------------------------------------------------------------
+
+def _describe(obj: Any) -> str:
+    """A handler or filter by class and identity (and a handler's level and own filters), so that a removed and
+    re-created one, or a changed one, reads as different."""
+    text = f"{type(obj).__qualname__}@{id(obj):#x}"
+    if isinstance(obj, logging.Handler):
+        text += f"(level={obj.level}, filters={[f'{type(f).__qualname__}@{id(f):#x}' for f in obj.filters]})"
+    return text
+
+
+def _torch_loggers() -> dict[str, logging.Logger]:
+    loggers = {"(root)": logging.root}
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if name.startswith("torch") and isinstance(logger, logging.Logger):
+            loggers[name] = logger
+    return loggers
+
+
+def logging_snapshot() -> dict:
+    """Everything about torch's logging a finder could change, as data: every `torch*` logger's (and the root
+    logger's) level, propagate, disabled, handlers and filters; torch._logging's own record of what was switched
+    on (`_internal.log_state`, which set_logs rebuilds); and logging.disable's threshold."""
+    from torch._logging import _internal
+
+    loggers = {
+        name: {"level": logger.level, "propagate": logger.propagate, "disabled": logger.disabled,
+               "handlers": [_describe(h) for h in logger.handlers], "filters": [_describe(f) for f in logger.filters]}
+        for name, logger in _torch_loggers().items()
+    }
+    state = _internal.log_state
+    return {
+        "loggers": loggers,
+        "torch_logs": {"levels": {k: str(v) for k, v in sorted(state.log_qname_to_level.items())},
+                       "artifacts": sorted(state.artifact_names)},
+        "disable": logging.root.manager.disable,
+    }
+
+
+def _live_logging_objects() -> list:
+    """Every handler and filter attached now: held for the whole probe, so no new object can take the id of
+    one the finder removed (ids are what the snapshots compare)."""
+    objects: list = []
+    for logger in _torch_loggers().values():
+        objects += logger.handlers + logger.filters
+        for handler in logger.handlers:
+            objects += handler.filters
+    return objects
+
+
+class UsersFilter(logging.Filter):
+    """A filter a user put on the graph-break loggers (it lets every record through)."""
+
+
+class UsersHandler(logging.Handler):
+    """A handler a user put on the graph-break loggers to keep their own record of breaks."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        pass
+
+
+def graph_break_loggers() -> list[logging.Logger]:
+    return [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+            if name.endswith(".__graph_breaks")]
+
+
+LOGGING_SCENARIOS = {
+    # scenario: (hidden case the finder runs on, what the user had switched on before the call)
+    "default": ("explicit_break", {}),
+    "user_on": ("explicit_break", {"graph_breaks": True, "recompiles": True}),
+    "raises": ("breaks_then_raises", {}),
+}
+
+
+def probe_logging(attempt: ModuleType, scenario: str) -> dict:
+    """Logging state right before and right after one `find_graph_breaks` call, in a `scenario` of
+    LOGGING_SCENARIOS. The user's settings are made with torch._logging.set_logs (plus, for "user_on", a filter
+    and a handler of the user's own on the graph-break loggers); then a warm-up compile, so that torch's lazy
+    trace handler has settled before the first snapshot. "raised" is the exception the finder let out, if any
+    (for "raises" the suspect raises ValueError; NotImplementedError always propagates). Afterwards the probe
+    puts torch's default logging back, for the checks that follow."""
+    case_name, settings = LOGGING_SCENARIOS[scenario]
+    case = HIDDEN.CASES[case_name]
+    users = [(logger, UsersFilter(), UsersHandler()) for logger in graph_break_loggers()] if settings else []
+    with quiet():  # with TORCH_LOGS set, set_logs only warns that it does nothing
+        torch._logging.set_logs(**settings)
+    for logger, users_filter, users_handler in users:
+        logger.addFilter(users_filter)
+        logger.addHandler(users_handler)
+    try:
+        settle_logging()
+        held = _live_logging_objects()
+        before = logging_snapshot()
+        raised = None
+        torch._dynamo.reset()
+        try:
+            with quiet():
+                attempt.find_graph_breaks(case.fn, *case.make_args(), **case.make_kwargs())
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the suspect's ValueError, or whatever the finder let out
+            if scenario != "raises":
+                raise
+            raised = f"{type(exc).__name__}: {exc}"
+        after = logging_snapshot()
+        del held
+    finally:
+        for logger, users_filter, users_handler in users:
+            logger.removeFilter(users_filter)
+            logger.removeHandler(users_handler)
+        with quiet():
+            torch._logging.set_logs()
+    return {"before": before, "after": after, "raised": raised, "settings": sorted(settings)}
+
+
+# --- the fixes --------------------------------------------------------------------------------------------
+
+class GraphRecorder:
+    """A torch.compile backend: keeps every graph it receives and counts how often one runs."""
+
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+        self.runs = 0
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        self.graphs.append(gm)
+
+        def run(*args):
+            self.runs += 1
+            return gm.forward(*args)
+
+        return run
+
+
+def op_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+
+
+def node_text(node: torch.fx.Node) -> str:
+    target = node.target
+    name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+    return f"{node.name} ({node.op} {name})"
+
+
+def opaque_node(gm: torch.fx.GraphModule) -> str | None:
+    """A node that hides ops from the compiler: a Python function of the attempt's put in the graph whole
+    (torch._dynamo.allow_in_graph), or a custom op; the compiler sees one call, not the ops inside. The
+    branches of a torch.cond are subgraphs of their own and are searched too."""
+    for node in op_nodes(gm):
+        target = node.target
+        if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            if target.namespace not in ("aten", "prims"):
+                return node_text(node)
+        elif isinstance(target, types.FunctionType) and not (target.__module__ or "").startswith("torch"):
+            return node_text(node)
+    for _, sub in gm.named_children():
+        if isinstance(sub, torch.fx.GraphModule):
+            found = opaque_node(sub)
+            if found is not None:
+                return found
+    return None
+
+
+def _attempt_location(exc: BaseException, attempt_file: str | None) -> str:
+    """' at file:line `code`' of the innermost frame of the attempt's file in Dynamo's user stack, or ''."""
+    stack = getattr(exc, "real_stack", None) or []
+    with contextlib.suppress(OSError, TypeError):
+        mine = [f for f in stack if attempt_file and Path(f.filename).resolve() == Path(attempt_file).resolve()]
+        if mine:
+            return f" at {Path(mine[-1].filename).name}:{mine[-1].lineno} `{(mine[-1].line or '').strip()}`"
+    return ""
+
+
+class _BreakReports(logging.Handler):
+    """The probe's own record of Dynamo's graph-break reports while a fix compiles, for the learner's message:
+    (file name, line, the first line of the cause)."""
+
+    LOCATION = re.compile(r"in user code at (.+):(\d+)\s*$", re.MULTILINE)
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.found: list[tuple[str, int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        where = self.LOCATION.search(message)
+        if where is None:
+            return
+        reason = message.split("Graph Break Reason:", 1)[-1]
+        lines = [line.strip() for line in reason.splitlines() if line.strip() and not line.strip().endswith(":")]
+        entry = (Path(where[1]).name, int(where[2]), lines[0] if lines else "")
+        if entry[:2] not in [f[:2] for f in self.found]:
+            self.found.append(entry)
+
+
+@contextlib.contextmanager
+def _collect_breaks():
+    reports = _BreakReports()
+    saved = [(logger, logger.level, logger.propagate) for logger in graph_break_loggers()]
+    for logger, _, _ in saved:
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        logger.addHandler(reports)
+    try:
+        yield reports.found
+    finally:
+        for logger, level, propagate in saved:
+            logger.removeHandler(reports)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+def probe_fix(attempt: ModuleType, name: str, args: tuple, how: str) -> dict:
+    """`fixed_<name>` of the attempt on `args` (tensors), run `how`: "eager" (called directly), "fullgraph"
+    (torch.compile(..., fullgraph=True)) or "plain" (torch.compile without fullgraph), compiled with a backend
+    that records its graphs, Dynamo reset first and the capture flags at their defaults.
+
+    Returns "output" (a tensor, or None), and for the compiled runs "graphs" (how many), "runs" (how often a
+    compiled graph ran), "ops" (op nodes of each graph, as text), "opaque" (a node hiding ops, or None),
+    "error" (a Dynamo error as type, first line, location in the attempt's file, lower-cased text, or None)
+    and, for "plain", "breaks" (where Dynamo broke the graph, as reported). "missing" / "disabled" say the
+    function does not exist or is wrapped in torch.compiler.disable; then nothing runs."""
+    fixed = getattr(attempt, f"fixed_{name}", None)
+    if not callable(fixed):
+        return {"missing": True}
+    if getattr(fixed, "_torchdynamo_disable", False):
+        return {"missing": False, "disabled": True}
+    args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    result: dict = {"missing": False, "disabled": False, "output": None, "error": None}
+    if how == "eager":
+        with quiet():
+            result["output"] = fixed(*args)
+        return result
+    recorder = GraphRecorder()
+    torch._dynamo.reset()
+    breaks: list = []
+    try:
+        with quiet(), torch._dynamo.config.patch(**DEFAULT_CAPTURE_CONFIG):
+            compiled = torch.compile(fixed, backend=recorder, fullgraph=how == "fullgraph")
+            if how == "plain":
+                with _collect_breaks() as breaks:
+                    result["output"] = compiled(*args)
+            else:
+                result["output"] = compiled(*args)
+    except torch._dynamo.exc.TorchDynamoException as exc:
+        text = str(exc)
+        result["error"] = {"type": type(exc).__name__, "first_line": (text.strip().splitlines() or [""])[0],
+                           "where": _attempt_location(exc, getattr(attempt, "__file__", None)),
+                           "text": text.lower()[:20000]}
+    result.update(graphs=len(recorder.graphs), runs=recorder.runs,
+                  ops=[[node_text(n) for n in op_nodes(gm)] for gm in recorder.graphs],
+                  opaque=next((found for gm in recorder.graphs if (found := opaque_node(gm))), None),
+                  breaks=list(breaks))
+    torch._dynamo.reset()
+    return result

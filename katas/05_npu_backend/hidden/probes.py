@@ -1,0 +1,354 @@
+"""Probes for kata 5's checks: everything that runs a backend's code inside torch machinery.
+
+A probe takes the backend module (the attempt, or the reference) and plain data -- a model recipe, input
+tensors, a parameter name -- and returns plain data: outputs and gradients as tensors, warnings as
+(category name, message) pairs, host ops as a dict, an NPURuntimeError that reached the caller as a string.
+checks.py calls the probes, reads the NPU's counters itself, and judges. Nothing here asserts or knows what
+a right answer is.
+
+A compiled model lives in this module between probe calls, named by the session id `compile_model` returns,
+so that the checks can read the device's counters between two calls of the same compiled model. One session
+is alive at a time: `compile_model` resets Dynamo, as every check wants a fresh start anyway.
+
+An exception the backend raises that no check expects (NotImplementedError from a stub, a bug) propagates,
+unwrapped from Dynamo's BackendCompilerFailed, so the checker reports it at the attempt's own file and line.
+"""
+from __future__ import annotations
+
+import gc
+import itertools
+import sys
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch._dynamo
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from katas.common.models import MLPSpec, build_mlp
+from katas.common.npu import DEVICE, NPURuntimeError
+from katas.common.zoo import ZOO
+
+BACKEND_NAME = "kata_npu"
+
+
+# --- models the checks name by recipe ------------------------------------------------------------------
+
+class LoneRelu(nn.Module):
+    """sin -> relu -> cumsum: one supported op between two ops the NPU cannot run."""
+
+    def forward(self, x):
+        return torch.cumsum(torch.relu(torch.sin(x)), dim=-1)
+
+
+class Sandwich(nn.Module):
+    """Linear -> GELU -> sin -> Linear -> ReLU -> softmax -> Linear: three NPU islands between CPU ops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(6, 8), nn.Linear(8, 8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.sin(F.gelu(self.fc1(x)))
+        h = torch.softmax(torch.relu(self.fc2(h)), dim=-1)
+        return self.fc3(h)
+
+
+class GraphBreakMLP(nn.Module):
+    """Linear -> GELU, then torch._dynamo.graph_break(), then Linear -> ReLU: Dynamo hands the backend two graphs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = F.gelu(self.fc1(x))
+        torch._dynamo.graph_break()
+        return torch.relu(self.fc2(h))
+
+
+class ReturnsPreActivation(nn.Module):
+    """Linear -> GELU where the Linear's output is also returned: not safe to fuse."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+
+    def forward(self, x):
+        z = self.fc(x)
+        return F.gelu(z), z
+
+
+LOCAL_MODELS: dict[str, type[nn.Module]] = {
+    "lone_relu": LoneRelu,
+    "sandwich": Sandwich,
+    "graph_break_mlp": GraphBreakMLP,
+    "returns_pre_activation": ReturnsPreActivation,
+}
+
+
+def recipe(*, zoo: str = "", local: str = "", spec: MLPSpec | None = None, dtype: str = "float32") -> dict:
+    """How to build a model, as plain data: a zoo model, a model class of this file, or a random MLP."""
+    return {"zoo": zoo, "local": local, "spec": spec, "dtype": dtype}
+
+
+def build(recipe: dict) -> nn.Module:
+    """The model `recipe` names, with fixed weights, in eval mode (the same model every time it is built)."""
+    if recipe["spec"] is not None:
+        model = build_mlp(recipe["spec"])
+    elif recipe["zoo"]:
+        model = ZOO[recipe["zoo"]].build()
+    else:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = LOCAL_MODELS[recipe["local"]]()
+    return model.to(getattr(torch, recipe["dtype"])).eval()
+
+
+# --- sessions: a compiled model between probe calls -----------------------------------------------------------
+
+@dataclass
+class _Graph:
+    """One graph Dynamo handed the backend: the callable the backend returned and the last real arguments it got."""
+
+    compiled: Callable
+    last_args: tuple = ()
+
+
+@dataclass
+class _Session:
+    model: nn.Module
+    compiled: Callable
+    graphs: list[_Graph] = field(default_factory=list)
+    optimizer: torch.optim.Optimizer | None = None
+
+
+_SESSIONS: dict[str, _Session] = {}
+_SESSION_IDS = itertools.count()
+
+
+def _recording(backend: Callable, graphs: list[_Graph]) -> Callable:
+    """`backend`, noting each graph it is handed and the arguments each returned callable is called with."""
+
+    def record(gm, example_inputs):
+        compiled = backend(gm, example_inputs)
+        graph = _Graph(compiled)
+        graphs.append(graph)
+
+        def run(*args):
+            graph.last_args = args
+            return compiled(*args)
+
+        return run
+
+    return record
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The backend's own exception when Dynamo wrapped it (so the learner sees their file and line)."""
+    inner = getattr(exc, "inner_exception", None)
+    return inner if isinstance(exc, torch._dynamo.exc.BackendCompilerFailed) and inner is not None else exc
+
+
+def _unwrapped(fn: Callable, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - re-raised, unwrapped
+        inner = _unwrap(exc)
+        if inner is exc:
+            raise
+        raise inner.with_traceback(inner.__traceback__) from None
+
+
+def compile_model(backend_module: ModuleType, recipe: dict, *, by_name: bool = False) -> str:
+    """torch.compile the model `recipe` names with the module's `npu_backend` (or, `by_name`, with whatever
+    "kata_npu" names in Dynamo's registry), after torch._dynamo.reset(). Nothing runs yet. Returns the session."""
+    torch._dynamo.reset()
+    _SESSIONS.clear()  # the previous compiled model and its NPU programs go away
+    backend = torch._dynamo.lookup_backend(BACKEND_NAME) if by_name else backend_module.npu_backend
+    model = build(recipe)
+    graphs: list[_Graph] = []
+    session = _Session(model, torch.compile(model, backend=_recording(backend, graphs)), graphs)
+    key = f"session-{next(_SESSION_IDS)}"
+    _SESSIONS[key] = session
+    return key
+
+
+@dataclass
+class Called:
+    """One call of a compiled model: its output, the warnings it raised, and an NPURuntimeError that escaped."""
+
+    output: Any = None
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (category name, message)
+    error: str | None = None  # an NPURuntimeError the call let through
+    graphs: int = 0  # graphs Dynamo has handed the backend so far
+
+
+def _call(session: _Session, inputs: tuple, grad: bool) -> tuple[Any, list, str | None]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.set_grad_enabled(grad):
+                output = _unwrapped(session.compiled, *inputs)
+        except NPURuntimeError as error:
+            return None, caught, str(error)
+    return output, caught, None
+
+
+def _plain_warnings(caught: list) -> list[tuple[str, str]]:
+    return [(w.category.__name__, str(w.message)) for w in caught]
+
+
+def call(backend_module: ModuleType, session: str, inputs: tuple) -> Called:
+    """Call the session's compiled model with `inputs` under torch.no_grad()."""
+    state = _SESSIONS[session]
+    output, caught, error = _call(state, tuple(inputs), grad=False)
+    return Called(output, _plain_warnings(caught), error, len(state.graphs))
+
+
+@dataclass
+class Gradients:
+    """A forward under autograd and `output.sum().backward()`."""
+
+    output: Any = None
+    output_requires_grad: bool = False
+    input_grad: torch.Tensor | None = None
+    param_grads: dict[str, torch.Tensor | None] = field(default_factory=dict)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    error: str | None = None
+
+
+def gradients(backend_module: ModuleType, session: str, inputs: tuple) -> Gradients:
+    """Run the session's model on `inputs` (each made to require grad) with autograd on, then backward."""
+    state = _SESSIONS[session]
+    leaves = tuple(t.detach().clone().requires_grad_() for t in inputs)
+    output, caught, error = _call(state, leaves, grad=True)
+    result = Gradients(warnings=_plain_warnings(caught), error=error)
+    if error is not None:
+        return result
+    result.output = output.detach() if isinstance(output, torch.Tensor) else output
+    result.output_requires_grad = isinstance(output, torch.Tensor) and output.requires_grad
+    if not result.output_requires_grad:
+        return result
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _unwrapped(lambda: output.sum().backward())
+        except NPURuntimeError as error:
+            result.error = str(error)
+            return result
+    result.warnings += _plain_warnings(caught)
+    result.input_grad = leaves[0].grad
+    result.param_grads = {name: p.grad for name, p in state.model.named_parameters()}
+    return result
+
+
+@dataclass
+class Step:
+    """One training step: the loss before the step and the warnings raised."""
+
+    loss: torch.Tensor | None = None
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    error: str | None = None
+
+
+def train_step(backend_module: ModuleType, session: str, inputs: tuple, lr: float) -> Step:
+    """One SGD step on the session's model: loss = model(*inputs).square().mean(), backward, optimizer.step()."""
+    state = _SESSIONS[session]
+    if state.optimizer is None:
+        state.optimizer = torch.optim.SGD(state.model.parameters(), lr=lr)
+    state.optimizer.zero_grad()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.enable_grad():
+                loss = _unwrapped(state.compiled, *inputs).square().mean()
+                _unwrapped(loss.backward)
+        except NPURuntimeError as error:
+            return Step(None, _plain_warnings(caught), str(error))
+    state.optimizer.step()
+    return Step(loss.detach(), _plain_warnings(caught))
+
+
+def parameters(backend_module: ModuleType, session: str) -> dict[str, torch.Tensor]:
+    """The session model's parameters, by name."""
+    return {name: p.detach().clone() for name, p in _SESSIONS[session].model.named_parameters()}
+
+
+def scale_parameter(backend_module: ModuleType, session: str, name: str, factor: float) -> None:
+    """Change one parameter of the session's model in place (under no_grad, as optimizers and load_state_dict do)."""
+    with torch.no_grad():
+        _SESSIONS[session].model.get_parameter(name).mul_(factor)
+
+
+def collect_garbage(backend_module: ModuleType) -> None:
+    """gc.collect() where the backend runs: programs the backend dropped inside reference cycles (a GraphModule
+    holding them) are released now, as the NPU itself would before refusing a program for lack of room."""
+    gc.collect()
+
+
+class _HostOps(TorchDispatchMode):
+    """Counts every ATen op the host runs outside NPU programs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not DEVICE.busy:
+            self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def host_ops(backend_module: ModuleType, session: str) -> dict[str, int]:
+    """Every ATen op the host runs ("aten.addmm.default" -> count) when each graph's compiled callable is called
+    again with the arguments it last got.
+
+    The dispatch mode wraps a direct call of the callable the backend returned, not a call of the compiled model:
+    with a dispatch mode active, Dynamo stops using its compiled code for that frame, even for later calls.
+    """
+    recorder = _HostOps()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for graph in _SESSIONS[session].graphs:
+            if graph.last_args:
+                with recorder:
+                    _unwrapped(graph.compiled, *graph.last_args)
+    return dict(recorder.ops)
+
+
+@dataclass
+class Reimport:
+    """Importing the backend's file twice more, as the checker, importlib.reload and notebooks do."""
+
+    error: str | None = None  # the AssertionError register_backend raised, if it did
+    registered: bool = False  # "kata_npu" is in Dynamo's registry afterwards
+
+
+def reimport(backend_module: ModuleType, times: int = 2) -> Reimport:
+    """Forget "kata_npu" as if this process had never seen it, then import the backend's file `times` times."""
+    from torch._dynamo.backends import registry
+
+    from checker.child import load_module
+
+    path = Path(backend_module.__file__)
+    registry._COMPILER_FNS.pop(BACKEND_NAME, None)  # noqa: SLF001 - no public way to forget a name
+    registry._BACKENDS.pop(BACKEND_NAME, None)  # noqa: SLF001
+    names = [f"kata5_reimport_{i}" for i in range(times)]
+    try:
+        for name in names:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                load_module(path, name)
+    except AssertionError as error:
+        return Reimport(f"{type(error).__name__}: {error}", BACKEND_NAME in torch._dynamo.list_backends(exclude_tags=()))
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+    return Reimport(None, BACKEND_NAME in torch._dynamo.list_backends(exclude_tags=()))

@@ -1,0 +1,21 @@
+"""Attack: make every check's assertions succeed by patching `checker.kit` and `torch.testing.assert_close`,
+then answer wrongly."""
+import torch
+
+import checker.kit
+
+KATA, CHECKS = 1, ("overloads_split_by_core_tag", "getitem_is_neutral")
+EXPECT = {"status": "fail", "score": 0}
+
+checker.kit.expect = lambda *args, **kwargs: None
+checker.kit.CheckFailed = type("Never", (Exception,), {})
+torch.testing.assert_close = lambda *args, **kwargs: None
+torch.allclose = lambda *args, **kwargs: True
+
+
+def node_dialect(node):
+    return "module"
+
+
+def detect_dialect(gm):
+    return "module"

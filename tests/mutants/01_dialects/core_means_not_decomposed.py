@@ -1,0 +1,30 @@
+"""Mistake: "core" is taken to mean "export's default decomposition table has no entry for it", instead of
+`torch.Tag.core in op.tags`. aten.chunk and aten.reshape have no entry, yet they are not core."""
+import torch
+
+from checker.kit import load_reference
+
+_ref = load_reference("01_dialects", "dialects.py")
+Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
+_right_node_dialect = _ref.node_dialect
+_DECOMPOSED = set(torch.export.default_decompositions())
+
+KILLED_BY = (
+    "shape_arithmetic_is_neutral",
+    "prims_graphs_are_aten",
+    "decomposed_exports_are_core_aten",
+    "core_means_the_core_tag",
+    "random_mlps_in_every_capture",
+)
+
+
+def node_dialect(node):
+    dialect = _right_node_dialect(node)
+    if dialect in (Dialect.ATEN, Dialect.CORE_ATEN):
+        return Dialect.ATEN if node.target in _DECOMPOSED else Dialect.CORE_ATEN
+    return dialect
+
+
+# the reference's detect_dialect calls the module-level node_dialect: point it at the mistake
+_ref.node_dialect = node_dialect
+detect_dialect = _ref.detect_dialect

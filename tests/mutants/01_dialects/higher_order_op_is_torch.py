@@ -1,0 +1,26 @@
+"""Mistake: a higher-order op (cond, wrap_with_set_grad_enabled) is not an OpOverload, so it is taken for a
+torch-level call, and every exported graph with torch.cond or a no_grad block reads as mixed."""
+import torch
+
+from checker.kit import load_reference
+
+_ref = load_reference("01_dialects", "dialects.py")
+Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
+_right_node_dialect = _ref.node_dialect
+
+KILLED_BY = (
+    "higher_order_ops_are_neutral",
+    "control_flow_and_no_grad_graphs_are_aten",
+    "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+)
+
+
+def node_dialect(node):
+    if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
+        return Dialect.TORCH
+    return _right_node_dialect(node)
+
+
+# the reference's detect_dialect calls the module-level node_dialect: point it at the mistake
+_ref.node_dialect = node_dialect
+detect_dialect = _ref.detect_dialect

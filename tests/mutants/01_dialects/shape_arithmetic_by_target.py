@@ -1,0 +1,26 @@
+"""Mistake: every call to a Python operator (operator.mul, operator.add, ...) is shape arithmetic, whatever it
+computes. In Dynamo graphs `a * b` and `a + b` on tensors are operator.mul / operator.add too: torch-level."""
+import operator
+
+from checker.kit import load_reference
+
+_ref = load_reference("01_dialects", "dialects.py")
+Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
+_right_node_dialect = _ref.node_dialect
+
+KILLED_BY = (
+    "torch_level_calls_are_torch",
+    "shape_arithmetic_is_neutral",
+    "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+)
+
+
+def node_dialect(node):
+    if node.op == "call_function" and getattr(node.target, "__module__", None) in ("_operator", operator.__name__):
+        return None
+    return _right_node_dialect(node)
+
+
+# the reference's detect_dialect calls the module-level node_dialect: point it at the mistake
+_ref.node_dialect = node_dialect
+detect_dialect = _ref.detect_dialect

@@ -1,0 +1,110 @@
+"""Hostile attempts (tests/attacks/) cannot forge a result: none gets `pass`, each gets the status a person
+would expect, within the time limit, with no process left behind.
+
+Each attack runs through the command line in a private copy of the repository (some write to its files), as a
+learner's attempt would, and its EXPECT names the outcome: status, score, and words the message must hold.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from checker.manifest import REPO_ROOT
+
+ATTACKS_DIR = Path(__file__).resolve().parent / "attacks"
+ATTACKS = sorted(p for p in ATTACKS_DIR.glob("*.py") if not p.stem.startswith("grade_"))
+TIME_LIMIT = 60
+
+
+def declared(path: Path) -> dict:
+    """KATA, CHECKS and EXPECT of an attack, read without importing it."""
+    found = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+                    values = ast.literal_eval(node.value)
+                    found.update({e.id: v for e, v in zip(target.elts, values)})
+                elif isinstance(target, ast.Name) and target.id in ("KATA", "CHECKS", "EXPECT"):
+                    found[target.id] = ast.literal_eval(node.value)
+    return found
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    """A copy of the repository's code, katas and references: an attack may write to any of it."""
+    for name in ("checker", "katas", "solutions"):
+        shutil.copytree(REPO_ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def run_attack(sandbox: Path, attack: Path, extra_env: dict | None = None) -> tuple[dict, float]:
+    spec = declared(attack)
+    attempt = sandbox / "attacks" / attack.name
+    attempt.parent.mkdir(exist_ok=True)
+    shutil.copy2(attack, attempt)
+    env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1", **(extra_env or {})}
+    env.pop("FX_KATAS_PROFILE", None)
+    cmd = [sys.executable, "-m", "checker", "kata", str(spec["KATA"]), "--attempt", str(attempt), "--json",
+           "--verbose", "--time-limit", str(TIME_LIMIT), *(f"--check={c}" for c in spec["CHECKS"])]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=sandbox, env=env, timeout=TIME_LIMIT + 60)
+    took = time.monotonic() - started
+    assert proc.stdout.strip(), f"no JSON from the checker: {proc.stderr[-2000:]}"
+    return json.loads(proc.stdout), took
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda p: p.stem)
+def test_attack_gets_the_expected_status(attack: Path, sandbox: Path, tmp_path: Path):
+    expect = declared(attack)["EXPECT"]
+    marker = tmp_path / "grandchild.pid"
+    result, took = run_attack(sandbox, attack, {"KATA_ATTACK_MARKER": str(marker)})
+    messages = " ".join([result.get("message", "")] + [c["message"] for c in result["checks"]])
+    assert result["status"] != "pass"
+    assert result["status"] == expect["status"], (result["status"], messages[:800])
+    assert result["score"] == expect["score"], [(c["id"], c["status"]) for c in result["checks"]]
+    if "check_status" in expect:
+        assert {c["status"] for c in result["checks"]} == {expect["check_status"]}, result["checks"]
+    if "message" in expect:
+        assert expect["message"] in messages, messages[:800]
+    if "max_output" in expect:
+        printed = sum(len(c.get("output", "")) for c in result["checks"]) + len(result.get("output", ""))
+        assert printed < expect["max_output"], printed
+    assert took < TIME_LIMIT + 30
+    if expect.get("forks"):
+        assert marker.exists(), "the grandchild never started, so this test proves nothing"
+    if marker.exists():  # the grandchild started: it must not have outlived the run
+        pid = int(marker.read_text() or 0)
+        time.sleep(0.2)
+        assert pid and not Path(f"/proc/{pid}").exists(), f"process {pid} outlived the run"
+
+
+def test_grading_one_learner_changes_no_other_learners_result(sandbox: Path, tmp_path: Path):
+    """`checker grade` runs every attempt from a working copy made before any attempt ran, and loads checks and
+    references from a snapshot: an attempt that overwrites the stub, the reference, the progress file and the
+    next learner's file (grade_writes_everywhere.py) changes nobody's result but its own."""
+    learners = tmp_path / "learners"
+    (learners / "aaa_attacker" / "01_dialects").mkdir(parents=True)
+    shutil.copy2(ATTACKS_DIR / "grade_writes_everywhere.py", learners / "aaa_attacker" / "01_dialects" / "dialects.py")
+    (learners / "zzz_honest" / "01_dialects").mkdir(parents=True)
+    shutil.copy2(REPO_ROOT / "solutions" / "01_dialects" / "dialects.py", learners / "zzz_honest" / "01_dialects" / "dialects.py")
+    env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1", "KATA_ATTACK_REPO": str(sandbox),
+           "KATA_ATTACK_LEARNERS": str(learners)}
+    proc = subprocess.run([sys.executable, "-m", "checker", "grade", str(learners), "--kata", "1", "--jobs", "1",
+                           "--quiet", "--out", str(tmp_path / "grades")], capture_output=True, text=True,
+                          cwd=sandbox, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    honest = json.loads((tmp_path / "grades" / "zzz_honest.json").read_text())
+    attacker = json.loads((tmp_path / "grades" / "aaa_attacker.json").read_text())
+    assert (sandbox / "solutions" / "01_dialects" / "dialects.py").read_text().startswith("def node_dialect"), \
+        "the attack did not run, so this test proves nothing"
+    assert honest["katas"][0]["status"] == "pass", honest["katas"][0]
+    assert attacker["katas"][0]["status"] == "not_started"
