@@ -254,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         import torch  # noqa: F401 - imported here so its start-up time is not charged to a check
 
         import katas.common  # noqa: F401 - what the worker needs too: it is forked right after, warm
+        import torch.fx._graph_pickler  # noqa: F401 - the channel's pickler pulls in Dynamo (~1.8 s): once, before the fork
+
+        import checker.graph_wire  # noqa: F401
         worker.spawn()  # before the checks and the reference load: the worker gets a copy of nothing of theirs
         checks_module = load_module(args.checks, "kata_hidden_checks")
         only = {c for c in args.only.split(",") if c}
@@ -263,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         # can reach it; the attempt meets a fresh process, as it would on the learner's own machine.
         reference = load_module(args.reference, f"reference_{args.module_name}")
         worker.services.update(checks_module.CHECKS.services)
+        worker.setup = list(checks_module.CHECKS.worker_setup)
         try:
             hello = worker.load()
         except ChannelBroken as broken:

@@ -257,7 +257,7 @@ def apply_description(gm: torch.fx.GraphModule, description: dict) -> None:
         tensor = from_plain(value)
         if not isinstance(tensor, torch.Tensor):
             raise GraphRebuildError(f"attribute {path!r} is not a tensor")
-        _install_attribute(gm, str(path), tensor)
+        install_attribute(gm, str(path), tensor)
     kept = set(description["modules"])
     for name in sorted((n for n, _ in gm.named_modules() if n and n not in kept), key=len, reverse=True):
         parent, _, leaf = name.rpartition(".")
@@ -271,7 +271,7 @@ def apply_description(gm: torch.fx.GraphModule, description: dict) -> None:
         graph.owning_module = gm
 
 
-def _install_attribute(gm: torch.nn.Module, path: str, tensor: torch.Tensor) -> None:
+def install_attribute(gm: torch.nn.Module, path: str, tensor: torch.Tensor) -> None:
     parent_path, _, leaf = path.rpartition(".")
     owner = gm
     for part in parent_path.split(".") if parent_path else []:

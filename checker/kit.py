@@ -85,11 +85,15 @@ class Context:
 
 class Checks:
     """An ordered registry of a kata's checks, and the services the worker may ask the trusted side for while
-    it runs the attempt (kata 5's simulated NPU: `services["npu.compile"] = ...`)."""
+    it runs the attempt (kata 5's simulated NPU: `services["npu.compile"] = ...`).
+
+    `worker_setup` names functions ("module:function") the worker calls with its service transport before it
+    imports the attempt: kata 5's connects the worker's DEVICE to the device the checks read."""
 
     def __init__(self) -> None:
         self.specs: list[CheckSpec] = []
         self.services: dict[str, Callable[..., Any]] = {}
+        self.worker_setup: list[str] = []
 
     def check(self, *, stage: str, weight: int = 1, name: str | None = None):
         def register(func: Callable[[Context], None]) -> Callable[[Context], None]:

@@ -20,7 +20,7 @@ from typing import Callable
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 from checker.mutation_report import (HandMutant, Report, Survivor, hand_mutants, keep_reasons, load_report,
-                                     relative, report_path, sha256)
+                                     mutant_sha256, relative, report_path, sha256)
 
 DIFF_LINES_SHOWN = 6
 
@@ -238,7 +238,7 @@ def score_hand_mutants_in_oracle(oracle, kata: Kata, *, jobs: int, time_limit: f
         failing = verdict.failing
         if verdict.outcome in ("timeout", "crashed") or verdict.status == "import_error":
             failing = failing + [f"<{verdict.status or verdict.outcome}: {verdict.message[:120]}>"]
-        found.append(HandMutant(verdict.key, sha256(by_key[verdict.key]), sorted(failing)))
+        found.append(HandMutant(verdict.key, mutant_sha256(by_key[verdict.key]), sorted(failing)))
     return sorted(found, key=lambda m: m.file)
 
 
@@ -261,7 +261,7 @@ def score_hand_mutants(kata: Kata, *, jobs: int, seed: int = DEFAULT_SEED,
         failing = sorted(c.id for c in result.checks if c.status != "pass")
         if result.status in ("error", "timeout") and not failing:
             failing = [f"<{result.status}: {result.message[:120]}>"]
-        found.append(HandMutant(relative(path), sha256(path), failing))
+        found.append(HandMutant(relative(path), mutant_sha256(path), failing))
     return sorted(found, key=lambda m: m.file)
 
 

@@ -425,6 +425,7 @@ class Worker:
         self.attempt_path = Path(attempt_path).resolve()
         self.module_name = module_name
         self.services = dict(services or {})
+        self.setup: list[str] = []  # "module:function"s the worker calls with its service transport first
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.hello: dict = {}
@@ -465,8 +466,12 @@ class Worker:
     def load(self) -> dict:
         """Import the attempt in the worker: {"ok": True} or {"ok": False, "error": {...}} (import failed)."""
         wire.send_frame(self.sock, wire.REQUEST, wire.dump_trusted(
-            {"op": "load", "attempt": str(self.attempt_path), "module_name": self.module_name}))
-        kind, payload = self._recv()
+            {"op": "load", "attempt": str(self.attempt_path), "module_name": self.module_name, "setup": self.setup}))
+        while True:  # the setup functions may ask for services before the attempt is imported
+            kind, payload = self._recv()
+            if kind != wire.REQUEST:
+                break
+            self._serve(payload)
         if kind != wire.HELLO:
             raise ProtocolError("the worker did not answer the load request")
         self.hello = from_plain(self._load(payload))

@@ -305,9 +305,12 @@ def request_service(name: str, *args: Any) -> Any:
     """Ask the trusted side's service `name` (e.g. the NPU) and wait for its answer. Only in a worker."""
     from checker import wire
 
+    from checker.graph_wire import describe_graph
+
     if CHANNEL is None:
         raise RuntimeError("not running in a worker")
-    wire.send_frame(CHANNEL, wire.REQUEST, wire.dump_plain(wire.to_plain({"service": name, "args": list(args)})))
+    request = wire.to_plain({"service": name, "args": list(args)}, describe_graph=describe_graph)
+    wire.send_frame(CHANNEL, wire.REQUEST, wire.dump_plain(request))
     kind, payload = wire.recv_frame(CHANNEL)
     reply = wire.load_trusted(payload)
     if not reply.get("ok"):
@@ -380,6 +383,8 @@ def serve(sock: socket.socket, memory_limit_mb: int) -> int:
     import can reach them. Then answer requests until the channel closes."""
     global CHANNEL
     CHANNEL = sock
+    sys.modules.setdefault("checker.worker", sys.modules[__name__])
+    sys.modules["checker.worker"].CHANNEL = sock  # `python -m checker.worker` runs as __main__
     drop_privileges()
     limit_memory(memory_limit_mb)
     import warnings
@@ -395,6 +400,9 @@ def serve(sock: socket.socket, memory_limit_mb: int) -> int:
     except (wire.ChannelClosed, ConnectionError, OSError):
         return 0
     request = wire.load_trusted(payload)
+    for name in request.get("setup", ()):
+        module_name, _, function = name.partition(":")
+        getattr(importlib.import_module(module_name), function)(request_service)
     attempt, hello = load_attempt(request)
     wire.send_frame(sock, wire.HELLO, wire.dump_plain(wire.to_plain(hello)))
     if attempt is not None:

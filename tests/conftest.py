@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,16 @@ def killed_by(mutant: Path) -> tuple[str, ...]:
 
 def all_mutants():
     return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in mutant_files(kata)]
+
+
+def boundary_mutants():
+    """The hand-written mutants `make test` scores with the real checker (worker process and all): the first of each
+    kata, or every one with FX_KATAS_EVERY_MUTANT=1. Every one of them is also scored on every check by
+    `make mutate`, and tests/test_mutation.py proves from its report that each fails exactly its KILLED_BY."""
+    if os.environ.get("FX_KATAS_EVERY_MUTANT") == "1":
+        return all_mutants()
+    return [pytest.param(kata, files[0], id=f"{kata.slug}/{files[0].stem}")
+            for kata in KATAS if (files := mutant_files(kata))]
 
 
 def alternative_files(kata) -> list[Path]:

@@ -464,7 +464,7 @@ def test_restore_of_an_unknown_backup_names_it(repo):
 def test_make_targets_pass_the_kata_only_when_given():
     def dry(*args: str) -> str:
         # run as a top-level make, whatever make this suite runs under (`make bench` runs `make test`)
-        env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "ARGS", "N", "BACKUP")}
         proc = subprocess.run(["make", "-n", "-s", "--no-print-directory", "-C", str(REPO_ROOT), *args],
                               capture_output=True, text=True, env=env)
         return proc.stdout.strip().splitlines()[-1]

@@ -34,6 +34,11 @@ tensors go in, program handles and tensors come back, and everything the device 
   `DEVICE.release_all()` empties program memory.
 - `NPUFallbackWarning` is the warning category a backend uses whenever work it meant for the NPU runs on
   the CPU instead.
+
+Under the checker the device lives in the checks' process, not in the process that runs the attempt: there
+`DEVICE` is a `DeviceClient` and compiling, running and releasing are requests to the real device
+(`DeviceService`), so the counters the checks read are counted where the attempt's code cannot reach them.
+A backend sees the same API either way.
 """
 from __future__ import annotations
 
@@ -80,6 +85,7 @@ class NPUCompileError(RuntimeError):
         super().__init__(f"NPU cannot compile {what} {node!r}: {reason}")
         self.node = node
         self.reason = reason
+        self.what = what
 
 
 class NPURuntimeError(RuntimeError):
@@ -353,6 +359,8 @@ class NPU:
         accepts exactly those shapes and dtypes.
         """
         name = name or f"npu_program_{next(_unnamed)}"
+        if isinstance(DEVICE, DeviceClient):
+            return DEVICE.compile(gm, list(example_inputs), name)
         DEVICE.busy = True  # compiling is the driver's work, not the model's host compute
         try:
             program = NPUProgram._build(gm, list(example_inputs), name)
@@ -515,3 +523,212 @@ class NPUProgram:
         stats.bytes_from_device += self.bytes_out
         stats.estimated_us += self.estimated_us
         return outputs
+
+
+# --- the device across a process boundary ---------------------------------------------------------------
+# The checker runs an attempt in a worker process and the checks in another (checker/remote.py). The device the
+# checks read must be theirs, so in the worker `DEVICE` is a DeviceClient: it checks a graph as NPU.compile does
+# (same errors, same messages), then sends the graph as plain data to the DeviceService in the checks' process,
+# which rebuilds it from allowed ops only, compiles it on the real DEVICE and keeps the program. Runs and
+# releases go the same way; the worker keeps only handles.
+
+
+class DeviceClient(NPUDevice):
+    """`DEVICE` in the worker. `transport(service, *args)` sends one request to the checks' process and returns
+    its answer (checker.worker.request_service)."""
+
+    def __init__(self, transport: Callable[..., Any]) -> None:  # noqa: D107 - no NPUDevice state is used here
+        self._transport = transport
+        self.busy = False
+        self._pending_releases: list[int] = []
+
+    def _request(self, service: str, *args: Any) -> Any:
+        self.sync_releases()
+        return self._transport(service, *args)
+
+    def sync_releases(self) -> None:
+        """Tell the device about the programs whose last handle was garbage-collected here."""
+        if self._pending_releases:
+            ids, self._pending_releases = self._pending_releases, []
+            self._transport("npu.release", ids)
+
+    def _queue_release(self, program_id: int) -> None:
+        # a finalizer may run in the middle of another request on the channel: only note it, send it later
+        self._pending_releases.append(program_id)
+
+    @property
+    def stats(self) -> NPUStats:  # type: ignore[override]
+        return self._request("npu.stats")
+
+    @property
+    def max_resident_programs(self) -> int:  # type: ignore[override]
+        return self.stats.max_resident_programs
+
+    def reset(self) -> None:
+        raise RuntimeError("DEVICE.reset() is for the checks (here the NPU belongs to the checker's process); "
+                           "read DEVICE.stats before and after instead")
+
+    def inject_fault(self, n: int = 1) -> None:
+        raise RuntimeError("DEVICE.inject_fault() is for the checks (here the NPU belongs to the checker's process)")
+
+    def release_all(self) -> None:
+        """Release every program this process compiled."""
+        self._request("npu.release_all")
+
+    def compile(self, gm: torch.fx.GraphModule, example_inputs: list, name: str) -> "NPUProgram":
+        self.busy = True
+        try:
+            try:
+                local = NPUProgram._build(gm, example_inputs, name)  # the device's own checks, the same messages
+            except NPUCompileError as error:
+                self._request("npu.compile_error", error.node, error.reason, "node")
+                raise
+            specs = [v if type(v) is int else [list(v.shape), v.dtype] for v in example_inputs]
+            answer = self._request("npu.compile", gm, specs, name, True)  # the graph crosses as a description
+            if answer.get("full"):
+                gc.collect()  # programs whose last handle is unreachable garbage are freed by their finalizers
+                answer = self._request("npu.compile", gm, specs, name, False)
+        finally:
+            self.busy = False
+        if "error" in answer:
+            node, reason, what = answer["error"]
+            raise NPUCompileError(node, reason, what=what)
+        return _ProgramHandle._wrap(local, answer["id"])
+
+
+class _ProgramHandle(NPUProgram):
+    """An NPUProgram compiled by the device in the checks' process; this process holds its handle."""
+
+    @classmethod
+    def _wrap(cls, local: NPUProgram, program_id: int) -> "_ProgramHandle":
+        local.__class__ = cls
+        local._id = program_id
+        local.constants = {}  # they live on the device
+        weakref.finalize(local, DEVICE._queue_release, program_id)
+        return local
+
+    def release(self) -> None:
+        DEVICE._request("npu.release", [self._id])
+
+    @property
+    def resident(self) -> bool:
+        return bool(DEVICE._request("npu.resident", self._id))
+
+    def __call__(self, *args: torch.Tensor) -> Any:
+        DEVICE.busy = True
+        try:
+            answer = DEVICE._request("npu.run", self._id, list(args))
+        finally:
+            DEVICE.busy = False
+        if "error" in answer:
+            raise NPURuntimeError(answer["error"])
+        return answer["value"]
+
+
+class DeviceService:
+    """The checks' side of DeviceClient: compiles, runs and releases programs on the real `DEVICE` for one worker.
+
+    Every graph is rebuilt from its description with checker.graph_wire, which resolves targets against torch's
+    own ops only, so no function of the worker's runs here. `handlers()` is what a kata's checks register as
+    the worker's services."""
+
+    def __init__(self) -> None:
+        self.programs: dict[int, NPUProgram] = {}
+        self._ids = itertools.count(1)
+
+    def handlers(self) -> dict[str, Callable[..., Any]]:
+        return {"npu.hello": self.hello, "npu.compile": self.compile, "npu.compile_error": self.compile_error,
+                "npu.run": self.run, "npu.release": self.release, "npu.release_all": self.release_all,
+                "npu.resident": self.resident, "npu.stats": self.stats}
+
+    def hello(self) -> None:
+        """A new worker: the programs of the one before it lost their last handle when it ended."""
+        self.release_all()
+
+    def stats(self) -> NPUStats:
+        import copy
+
+        return copy.deepcopy(DEVICE.stats)
+
+    def compile_error(self, node: str, reason: str, what: str) -> None:
+        DEVICE.stats.compile_errors.append(str(NPUCompileError(str(node), str(reason), what=str(what))))
+
+    def compile(self, graph: Any, specs: list, name: str, retry_if_full: bool) -> dict:
+        """`graph` is the worker's GraphModule as a description (checker.remote.RemoteRecord)."""
+        self.programs = {k: p for k, p in self.programs.items() if p.resident}
+        if retry_if_full and len(DEVICE._resident) >= DEVICE.max_resident_programs:
+            return {"full": True}  # the worker frees what it dropped first, then asks again
+        name = str(name)
+        try:
+            gm = self._rebuild(getattr(graph, "description", None), name)
+        except NPUCompileError as error:
+            DEVICE.stats.compile_errors.append(str(error))
+            return {"error": [error.node, error.reason, error.what]}
+        try:
+            program = NPU.compile(gm, [_example(spec) for spec in specs], name)
+        except NPUCompileError as error:  # NPU.compile counted it
+            return {"error": [error.node, error.reason, error.what]}
+        program_id = next(self._ids)
+        self.programs[program_id] = program
+        return {"id": program_id}
+
+    @staticmethod
+    def _rebuild(description: dict, name: str) -> torch.fx.GraphModule:
+        from checker.graph_wire import GraphRebuildError, install_attribute, rebuild_graph
+        from checker.remote import from_plain
+
+        root = torch.nn.Module()
+        try:
+            if not isinstance(description, dict):
+                raise GraphRebuildError("what was sent is not a graph")
+            for path, value in description["attrs"].items():
+                value = from_plain(value)
+                if not isinstance(value, torch.Tensor):
+                    raise GraphRebuildError(f"attribute {path!r} is not a tensor")
+                install_attribute(root, str(path), value)
+            return torch.fx.GraphModule(root, rebuild_graph(root, description))
+        except (GraphRebuildError, KeyError, TypeError, ValueError) as error:
+            raise NPUCompileError(name, f"{error}; the NPU compiles graphs lowered to ATen", what="program") from None
+
+    def run(self, program_id: int, args: list) -> dict:
+        program = self.programs.get(program_id)
+        if program is None:
+            return {"error": f"no program with handle {program_id!r} on the NPU"}
+        try:
+            return {"value": program(*args)}
+        except NPURuntimeError as error:
+            return {"error": str(error)}
+
+    def release(self, ids: list) -> None:
+        for program_id in ids:
+            program = self.programs.pop(program_id, None)
+            if program is not None:
+                program.release()
+
+    def release_all(self) -> None:
+        self.release(list(self.programs))
+
+    def resident(self, program_id: int) -> bool:
+        program = self.programs.get(program_id)
+        return program is not None and program.resident
+
+
+def _example(spec: Any) -> Any:
+    if type(spec) is int:
+        return spec
+    shape, dtype = spec
+    return torch.empty(tuple(int(s) for s in shape), dtype=dtype, device="meta")
+
+
+def connect_to_device_service(transport: Callable[..., Any]) -> None:
+    """Make `DEVICE` a DeviceClient of the device in the checks' process (the checker's worker calls this before
+    it imports the attempt)."""
+    global DEVICE
+    DEVICE = DeviceClient(transport)
+    transport("npu.hello")
+
+
+def sync_releases() -> None:
+    """Hand the device the programs whose handles were garbage-collected (in a worker; elsewhere that is immediate)."""
+    if isinstance(DEVICE, DeviceClient):
+        DEVICE.sync_releases()

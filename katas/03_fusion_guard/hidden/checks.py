@@ -292,12 +292,12 @@ class Bystanders(nn.Module):
         a = torch.relu(self.fc_relu(x))   # a Linear followed by something else
         b = F.gelu(torch.sin(x))          # a GELU of something else
         c = self.act(self.fc_gelu(x))     # the one pair
-        return a * b + c
+        return a * b + c * F.gelu(x)      # a GELU of the graph's input (a placeholder: no module, no op)
 
 
 BYSTANDERS = Case(
-    "relu(fc_relu(x)) * gelu(sin(x)) + act(fc_gelu(x)) (one pair among bystanders)",
-    Bystanders, (3, 4), linears=2, gelus=2, fused=("none",))
+    "relu(fc_relu(x)) * gelu(sin(x)) + act(fc_gelu(x)) * gelu(x) (one pair among bystanders)",
+    Bystanders, (3, 4), linears=2, gelus=3, fused=("none",))
 
 
 class GeluReadTwice(nn.Module):
@@ -313,6 +313,24 @@ class GeluReadTwice(nn.Module):
 GELU_READ_TWICE = Case(
     "g = GELU(tanh)(fc(x)); g * sigmoid(g) (the GELU's output is read twice, the Linear's once)",
     GeluReadTwice, (3, 4), linears=1, gelus=1, fused=("tanh",))
+
+
+class GateBeforeGelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        z = self.fc(x)
+        gate = torch.sigmoid(z)  # read before the GELU: z's first reader is not the GELU
+        return F.gelu(z) * gate
+
+
+GATE_BEFORE_GELU = Case(
+    "z = fc(x); gate = sigmoid(z); gelu(z) * gate (z is read by the sigmoid first, then by the GELU)",
+    GateBeforeGelu, (3, 4), linears=1, gelus=1, fused=(),
+    note="The guard is about every reader of the Linear's output, in any order: here the sigmoid reads z before the "
+         "GELU does. `list(linear_node.users) == [gelu_node]`, not 'the first user is the GELU'.")
 
 
 class TorchLinearSubclasses(nn.Module):
@@ -353,15 +371,38 @@ class GeluOfMatmul(nn.Module):
         self.w = nn.Parameter(torch.randn(4, 4))
 
     def forward(self, x):
-        return F.gelu(x @ self.w)
+        return F.gelu(x @ self.w) + F.gelu(x @ self.w.permute(0, 1))
 
 
 GELU_OF_MATMUL = Case(
-    "gelu(x @ w), w a square (4, 4) parameter used untransposed: in decomposed graphs aten.mm(x, w), no t(w)",
-    GeluOfMatmul, (3, 4), linears=1, gelus=1, fused=(),
+    "gelu(x @ w) + gelu(x @ w.permute(0, 1)), w a square (4, 4) parameter used untransposed: in decomposed graphs "
+    "aten.mm(x, w) with no t(w), and aten.mm(x, permute(w, [0, 1])), a permute that keeps the dims in order",
+    GeluOfMatmul, (3, 4), linears=2, gelus=2, fused=(),
     note="A decomposed Linear multiplies by the TRANSPOSED weight: addmm(b, x, t(w)) or mm(x, t(w)), t = aten.t or "
          "aten.permute(w, [1, 0]). This mm multiplies by w itself: it is some other matrix product, not a Linear. "
-         "Fusing it as linear_gelu(x, w, None) would compute gelu(x @ w.T).")
+         "Fusing it as linear_gelu(x, w, None) would compute gelu(x @ w.T). permute(w, [0, 1]) is no transpose "
+         "either: only permute(w, [1, 0]) is.")
+
+
+class ScaledAddmm(nn.Module):
+    """addmm with beta or alpha other than 1: beta * b + alpha * (x @ w.T) is no Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.randn(4, 4)), nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        w_t = self.w.t()
+        return (F.gelu(torch.addmm(self.b, x, w_t, beta=0.5)) + F.gelu(torch.addmm(self.b, x, w_t, beta=2.0))
+                + F.gelu(torch.addmm(self.b, x, w_t, alpha=0.5)) + F.gelu(torch.addmm(self.b, x, w_t, alpha=2.0)))
+
+
+SCALED_ADDMM = Case(
+    "gelu(addmm(b, x, w.t(), beta=0.5)) + the same with beta=2, alpha=0.5 and alpha=2 (torch.addmm written by hand)",
+    ScaledAddmm, (3, 4), linears=4, gelus=4, fused=(),
+    note="aten.addmm(b, x, t(w), beta=..., alpha=...) computes beta * b + alpha * (x @ w.T): a Linear only when "
+         "both are 1 (their defaults, all a Linear decomposes to). Fusing a scaled one into linear_gelu(x, w, b) "
+         "drops the scaling.")
 
 
 # --- running the attempt and judging the result ---------------------------------------------------------------
@@ -630,8 +671,8 @@ def reshaped_product_with_two_users_is_not_fused(ctx):
 
 @CHECKS.check(stage="decomposed", weight=1)
 def matrix_product_without_transposed_weight_is_not_a_linear(ctx):
-    "decomposed graphs: gelu(mm(x, w)) with no t(w) is not a Linear -> GELU pair"
-    verify_each(ctx, [GELU_OF_MATMUL], ["make_fx", "export_core"] if ctx.deep else ["make_fx"])
+    "decomposed graphs: a product that is not x @ w.T + b (mm(x, w), an identity permute, a scaled addmm) is no Linear"
+    verify_each(ctx, [GELU_OF_MATMUL, SCALED_ADDMM], ["make_fx", "export_core"] if ctx.deep else ["make_fx"])
 
 
 @CHECKS.check(stage="decomposed", weight=3)
@@ -646,8 +687,9 @@ def random_mlps_as_decomposed_graphs(ctx):
 
 @CHECKS.check(stage="safety", weight=4)
 def linear_output_with_two_users_is_not_fused(ctx):
-    "a Linear output also read by a residual add or returned is not fused"
+    "a Linear output also read by a residual add, returned, or read before the GELU is not fused"
     verify_each(ctx, [TWO_READERS], EVERY_CAPTURE)
+    verify_each(ctx, [GATE_BEFORE_GELU], ONE_PER_FORM)
 
 
 @CHECKS.check(stage="safety", weight=1)
@@ -684,7 +726,7 @@ def second_call_fuses_nothing(ctx):
 
 @CHECKS.check(stage="safety", weight=2)
 def nodes_outside_matches_untouched(ctx):
-    "nodes outside the pairs stay: Linear -> ReLU, GELU of another op"
+    "nodes outside the pairs stay: Linear -> ReLU, GELU of another op or of the graph's input"
     verify_each(ctx, [BYSTANDERS], ONE_PER_FORM)
 
 

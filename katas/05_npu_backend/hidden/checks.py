@@ -35,7 +35,7 @@ from checker.kit import CheckFailed, Checks, Context, expect, fuzz
 from checker.manifest import KATAS_DIR
 from katas.common import describe, example_input
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec
-from katas.common.npu import DEVICE, LAYOUT_OPS, NPU_OPS, NPUFallbackWarning, NPUStats
+from katas.common.npu import DEVICE, LAYOUT_OPS, NPU_OPS, DeviceService, NPUFallbackWarning, NPUStats
 from katas.common.strategies import mlp_specs
 from katas.common.zoo import ZOO
 
@@ -43,6 +43,10 @@ probes = load_module(Path(__file__).with_name("probes.py"), "kata05_npu_backend_
 recipe = probes.recipe
 
 CHECKS = Checks()
+# The attempt runs in the checker's worker process; the NPU it compiles for and runs on is this process's DEVICE,
+# served across the boundary, so the counters below are counted where the attempt cannot reach them.
+CHECKS.services.update(DeviceService().handlers())
+CHECKS.worker_setup.append("katas.common.npu:connect_to_device_service")
 
 COMPUTE_NPU_OPS = NPU_OPS - LAYOUT_OPS
 BACKEND_NAME = "kata_npu"
@@ -227,6 +231,16 @@ class Compiled:
         self.backend.probe(probes.scale_parameter, self.session, name, factor)
         with torch.no_grad():
             self.eager.get_parameter(name).mul_(factor)
+
+
+    def stash_tensors(self, tensors: list[torch.Tensor]) -> None:
+        self.backend.probe(probes.stash_tensors, self.session, tensors)
+        self.stash = [t.clone() for t in tensors]
+
+    def use_stashed_data(self, name: str, index: int) -> None:
+        """`param.data = stashed tensor <index>`, in the compiled model and in the eager twin."""
+        self.backend.probe(probes.use_stashed_data, self.session, name, index)
+        self.eager.get_parameter(name).data = self.stash[index].clone()
 
 
 def run_attempt(ctx: Context, example: Example, inputs: tuple | None = None) -> Seen:
@@ -653,6 +667,33 @@ def changed_weights_are_uploaded_again(ctx):
            f"call.\n{steady.npu_line}")
 
 
+@CHECKS.check(stage="weights", weight=2)
+def replaced_parameter_data_is_uploaded_again(ctx):
+    "a parameter whose memory is replaced (`p.data = other`, same identity and version) is uploaded again"
+    example = zoo("mlp")
+    compiled = Compiled(attempt(ctx), example)
+    expect_eager(compiled.call())
+    weight = probes.build(example.recipe).get_parameter("fc1.weight").detach()
+    compiled.stash_tensors([weight * -0.5, weight * 2.0])
+    # 0 -> 1 -> 0: one of the two swaps moves to a higher address and the other to a lower one, so only a
+    # comparison of data_ptr() for equality catches both
+    for index in (0, 1, 0):
+        compiled.use_stashed_data("fc1.weight", index)
+        what = (f"{compiled.what()}, called after `model.fc1.weight.data = other_tensor` (the parameter is the same "
+                f"object, its _version unchanged; only its memory differs)")
+        seen = compiled.call(what=what)
+        try:
+            torch.testing.assert_close(seen.output, seen.expected)
+        except AssertionError as error:
+            raise CheckFailed(
+                f"{what} does not match eager with the new weight:\n{error}\n{seen.npu_line}\n`p.data = other` "
+                f"keeps the parameter's identity and its `_version`; `p.data_ptr()` is what changes. Remember it "
+                f"with the version and compile again when it differs (README.md, 'Weights: upload once').") from None
+        expect_no_fallback(seen)
+        expect(seen.stats.runs == 1, f"{what} ran {seen.stats.runs} NPU programs; the call should still run on the "
+                                     f"NPU, as one program with the new weight.\n{seen.npu_line}")
+
+
 # --- stage: fallback ------------------------------------------------------------------------------------------
 
 @CHECKS.check(stage="fallback", weight=2)
@@ -663,6 +704,14 @@ def float64_falls_back_loudly(ctx):
     expect_eager(seen)
     expect(seen.stats.runs == 0, f"internal: the NPU ran a float64 program\n{seen.npu_line}")
     expect_fallback_warning(seen, ("float64", "dtype"))
+    # a second batch size makes Dynamo recompile with a symbolic batch: the partitions then also take sizes (ints)
+    example = Example("mlp_3d_float64", recipe(zoo="mlp", dtype="float64"), (2, 5, 4),
+                      "the `mlp` zoo model in float64, on 3-D inputs")
+    compiled = Compiled(attempt(ctx), example)
+    for batch in (2, 3):
+        seen = compiled.call(example.inputs((batch, 5, 4), seed=batch))
+        expect_eager(seen)
+        expect_fallback_warning(seen, ("float64", "dtype"))
 
 
 @CHECKS.check(stage="fallback", weight=3)

@@ -32,7 +32,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from katas.common.models import MLPSpec, build_mlp
-from katas.common.npu import DEVICE, NPURuntimeError
+from katas.common import npu
+from katas.common.npu import NPURuntimeError, sync_releases
 from katas.common.zoo import ZOO
 
 BACKEND_NAME = "kata_npu"
@@ -127,6 +128,7 @@ class _Session:
     compiled: Callable
     graphs: list[_Graph] = field(default_factory=list)
     optimizer: torch.optim.Optimizer | None = None
+    stash: list[torch.Tensor] = field(default_factory=list)
 
 
 _SESSIONS: dict[str, _Session] = {}
@@ -287,10 +289,22 @@ def scale_parameter(backend_module: ModuleType, session: str, name: str, factor:
         _SESSIONS[session].model.get_parameter(name).mul_(factor)
 
 
+def stash_tensors(backend_module: ModuleType, session: str, tensors: list[torch.Tensor]) -> None:
+    """Keep `tensors` alive in the session (each at its own address), for `use_stashed_data`."""
+    _SESSIONS[session].stash = list(tensors)
+
+
+def use_stashed_data(backend_module: ModuleType, session: str, name: str, index: int) -> None:
+    """`model.<name>.data = stashed tensor <index>`: the parameter keeps its identity and its version, only the
+    memory it reads changes (as `Module._apply`, `model.half()` and weight-loading code do)."""
+    _SESSIONS[session].model.get_parameter(name).data = _SESSIONS[session].stash[index]
+
+
 def collect_garbage(backend_module: ModuleType) -> None:
     """gc.collect() where the backend runs: programs the backend dropped inside reference cycles (a GraphModule
     holding them) are released now, as the NPU itself would before refusing a program for lack of room."""
     gc.collect()
+    sync_releases()
 
 
 class _HostOps(TorchDispatchMode):
@@ -301,7 +315,7 @@ class _HostOps(TorchDispatchMode):
         self.ops: Counter = Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not DEVICE.busy:
+        if not npu.DEVICE.busy:
             self.ops[str(func)] += 1
         return func(*args, **(kwargs or {}))
 

@@ -8,7 +8,9 @@ from checker.kit import load_reference
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("changed_weights_are_uploaded_again",)
+KILLED_BY = (
+    "changed_weights_are_uploaded_again", "replaced_parameter_data_is_uploaded_again",
+)
 
 
 def frozen_positions(self, args):
