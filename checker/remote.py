@@ -712,6 +712,9 @@ class Worker:
         return value
 
     def _graph_key(self, gm: Any, tracked: dict[int, Any], uploads: dict[int, Any]) -> int:
+        for key, seen in tracked.items():  # already sent in this call (a node of it, and the module itself)
+            if seen is gm:
+                return key
         fingerprint = graph_fingerprint(gm)
         known = self._graphs.get(gm)
         if known is not None and known[1] == fingerprint:

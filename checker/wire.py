@@ -244,12 +244,38 @@ def _pickle_any_target(cls: type, op: object, options: Any) -> Any:
 
 
 def load_trusted(payload: bytes) -> Any:
-    """Unpickle a request from the trusted side (worker side)."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx._graph_pickler import GraphPickler
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    """Unpickle a request from the trusted side (worker side). As GraphPickler.loads, except that the fake
+    tensor mode is made only for a request that holds fake tensors (an uploaded graph): making one costs
+    about half a millisecond, and most requests are a call with a node or two as arguments."""
+    from torch.fx._graph_pickler import _GraphUnpickler, patch_pytree_map_over_slice
 
-    return GraphPickler.loads(payload, FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True))
+    with patch_pytree_map_over_slice(), io.BytesIO(payload) as stream:
+        return _GraphUnpickler(stream, _LazyUnpickleState()).load()
+
+
+class _LazyUnpickleState:
+    """GraphPickler's _UnpickleState, with its fake mode and meta converter made on first use."""
+
+    def __init__(self) -> None:
+        self._fake_mode: Any = None
+        self._meta_converter: Any = None
+
+    @property
+    def fake_mode(self) -> Any:
+        if self._fake_mode is None:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+            from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+            self._fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+        return self._fake_mode
+
+    @property
+    def meta_converter(self) -> Any:
+        if self._meta_converter is None:
+            from torch._subclasses.meta_utils import MetaConverter
+
+            self._meta_converter = MetaConverter()
+        return self._meta_converter
 
 
 _PICKLER: type | None = None

@@ -141,6 +141,10 @@ class Server:
         self.objects: dict[int, Any] = {}
         self.next_handle = 1
         self.graphs: dict[int, Any] = {}
+        # per graph: its fingerprint when the trusted side last saw it, and its nodes by name (both kept until a
+        # call changes the graph), so that a call with a node argument does not walk the graph twice more
+        self.synced: dict[int, str] = {}
+        self.nodes_by_name: dict[int, dict[str, Any]] = {}
         self.probe_modules: dict[str, ModuleType] = {}
 
     # -- replies
@@ -225,7 +229,12 @@ class Server:
         if isinstance(value, remote._GraphRef):
             return self.graphs[value.key]
         if isinstance(value, remote._NodeRef):
-            return next(n for n in self.graphs[value.key].graph.nodes if n.name == value.name)
+            graph = self.graphs[value.key].graph
+            node = self.nodes_by_name.get(value.key, {}).get(value.name)
+            if node is None or node.graph is not graph or node._erased:  # the attempt changed the graph meanwhile
+                self.nodes_by_name[value.key] = {n.name: n for n in graph.nodes}
+                node = self.nodes_by_name[value.key][value.name]
+            return node
         if isinstance(value, remote._ModuleRef):
             return self.graphs[value.key].get_submodule(value.name)
         if isinstance(value, remote._HandleRef):
@@ -258,8 +267,10 @@ class Server:
         for key, gm in request.get("uploads", {}).items():
             gm.recompile()  # an unpickled GraphModule has no forward until its code is generated
             self.graphs[key] = gm
+            self.synced[key] = graph_fingerprint(gm)
+            self.nodes_by_name.pop(key, None)
         used = {key: self.graphs[key] for key in _graph_keys((request["args"], request["kwargs"]))}
-        before = {key: (graph_fingerprint(gm), attribute_ids(gm)) for key, gm in used.items()}
+        before = {key: (self.synced.get(key) or graph_fingerprint(gm), attribute_ids(gm)) for key, gm in used.items()}
         captured = _CappedText()
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = captured
@@ -274,7 +285,10 @@ class Server:
             sys.stdout, sys.stderr = saved
         mutated = {}
         for key, gm in used.items():
-            if graph_fingerprint(gm) != before[key][0]:
+            now = graph_fingerprint(gm)
+            if now != before[key][0]:
+                self.synced[key] = now
+                self.nodes_by_name.pop(key, None)
                 try:
                     mutated[key] = describe_graph(gm, before=before[key][1])
                 except Exception as exc:  # noqa: BLE001 - a graph that cannot be described is the attempt's doing

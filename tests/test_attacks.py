@@ -25,7 +25,7 @@ TIME_LIMIT = 60
 
 
 def declared(path: Path) -> dict:
-    """KATA, CHECKS and EXPECT of an attack, read without importing it."""
+    """KATA, CHECKS, EXPECT (and ENV, extra environment for the checker) of an attack, read without importing it."""
     found = {}
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign):
@@ -33,7 +33,7 @@ def declared(path: Path) -> dict:
                 if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
                     values = ast.literal_eval(node.value)
                     found.update({e.id: v for e, v in zip(target.elts, values)})
-                elif isinstance(target, ast.Name) and target.id in ("KATA", "CHECKS", "EXPECT"):
+                elif isinstance(target, ast.Name) and target.id in ("KATA", "CHECKS", "EXPECT", "ENV"):
                     found[target.id] = ast.literal_eval(node.value)
     return found
 
@@ -51,7 +51,7 @@ def run_attack(sandbox: Path, attack: Path, extra_env: dict | None = None) -> tu
     attempt = sandbox / "attacks" / attack.name
     attempt.parent.mkdir(exist_ok=True)
     shutil.copy2(attack, attempt)
-    env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1", **(extra_env or {})}
+    env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1", **spec.get("ENV", {}), **(extra_env or {})}
     env.pop("FX_KATAS_PROFILE", None)
     cmd = [sys.executable, "-m", "checker", "kata", str(spec["KATA"]), "--attempt", str(attempt), "--json",
            "--verbose", "--time-limit", str(TIME_LIMIT), *(f"--check={c}" for c in spec["CHECKS"])]
