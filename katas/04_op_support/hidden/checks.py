@@ -212,8 +212,10 @@ def attempt_classify(ctx: Context, gm: torch.fx.GraphModule, how: str) -> dict[s
     return dict(got)
 
 
-def expect_node_agrees(ctx: Context, node: torch.fx.Node, submodules, verdicts: dict, how: str) -> None:
-    """canonical_op, is_node_supported and classify's verdict for one node agree with the reference."""
+def expect_node_agrees(ctx: Context, node: torch.fx.Node, submodules, verdicts: dict, how: str,
+                       support: object = None) -> None:
+    """canonical_op, is_node_supported and classify's verdict for one node agree with the reference. `support` is
+    the attempt's NPUOperatorSupport to ask (a new one when not given)."""
     want_op = ctx.reference.canonical_op(node, submodules)
     got_op = ctx.attempt.canonical_op(node, submodules)
     on_npu = want_op in NPU_OPS
@@ -228,7 +230,8 @@ def expect_node_agrees(ctx: Context, node: torch.fx.Node, submodules, verdicts: 
         expect(not (isinstance(got_op, str) and got_op in NPU_OPS),
                f"canonical_op for {where} returned {got_op!r}, an NPU op, but the NPU has no kernel for this node: "
                f"{cpu_reason(node, want_op, submodules)}.")
-    supported = ctx.attempt.NPUOperatorSupport().is_node_supported(submodules, node)
+    support = support if support is not None else ctx.attempt.NPUOperatorSupport()
+    supported = support.is_node_supported(submodules, node)
     if on_npu:
         because = f"its canonical op {want_op!r} is in NPU_OPS"
     elif node.op not in CALL_OPS:
@@ -250,8 +253,9 @@ def expect_graph_agrees(ctx: Context, gm: torch.fx.GraphModule, how: str) -> Non
     ctx.reference.classify(gm)
     verdicts = attempt_classify(ctx, gm, how)
     submodules = dict(gm.named_modules())
+    support = ctx.attempt.NPUOperatorSupport()  # one per graph: each construction is a round trip to the worker
     for node in gm.graph.nodes:
-        expect_node_agrees(ctx, node, submodules, verdicts, how)
+        expect_node_agrees(ctx, node, submodules, verdicts, how, support)
 
 
 def expect_fully_on_npu(ctx: Context, gm: torch.fx.GraphModule, how: str) -> None:
