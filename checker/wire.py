@@ -302,14 +302,13 @@ def _function_reference(fn: Any) -> tuple:
 
 
 def _from_file(module: str, path: str, qualname: str) -> Any:
-    import importlib.util
     import sys
+    from pathlib import Path
+
+    from checker.child import load_module
 
     if module not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module, path)
-        loaded = importlib.util.module_from_spec(spec)
-        sys.modules[module] = loaded
-        spec.loader.exec_module(loaded)
+        load_module(Path(path), module)
     found: Any = sys.modules[module]
     for part in qualname.split("."):
         found = getattr(found, part)

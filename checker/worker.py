@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import enum
-import importlib.util
+import importlib
 import inspect
 import io
 import os
@@ -29,6 +29,8 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from checker.child import load_module
 
 MAX_CALL_OUTPUT = 4000  # characters of what the attempt printed during one call, kept for the report
 
@@ -96,16 +98,6 @@ class _CappedText(io.TextIOBase):
             text = f"[… {self.dropped} characters of output dropped …]\n" + text
         self.parts, self.size, self.dropped = [], 0, 0
         return text
-
-
-def load_module(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def attempt_frame(exc: BaseException, attempt_path: Path) -> tuple[int | None, str]:

@@ -583,11 +583,10 @@ class DeviceClient(NPUDevice):
             except NPUCompileError as error:
                 self._request("npu.compile_error", error.node, error.reason, "node")
                 raise
-            specs = [v if type(v) is int else [list(v.shape), v.dtype] for v in example_inputs]
-            answer = self._request("npu.compile", gm, specs, name, True)  # the graph crosses as a description
+            answer = self._request("npu.compile", gm, local.input_specs, name, True)  # the graph as a description
             if answer.get("full"):
                 gc.collect()  # programs whose last handle is unreachable garbage are freed by their finalizers
-                answer = self._request("npu.compile", gm, specs, name, False)
+                answer = self._request("npu.compile", gm, local.input_specs, name, False)
         finally:
             self.busy = False
         if "error" in answer:
