@@ -3,6 +3,7 @@
 #   make watch N=1     re-run kata 1's checks on every save  make progress      every kata, one table
 #   make reset N=1     back up your attempt, restore the stub; make restore [N=1 BACKUP=<name>] lists/puts back
 #   make diff N=1      your attempt next to the reference    make grade DIR=<folder of learners>  (mentors)
+#   make graph N=1     pictures of kata 1's graphs (HTML)     
 #   make test          the repository's self-tests (what CI runs)   make bench   feedback-loop timings
 #   make mutate N=3    kata authors: mutation testing of kata 3's checks, rewrites its hidden/mutation.toml
 #                      (no N: every kata, one after another; ARGS="--mutant ID" explains one mutant)
@@ -16,7 +17,7 @@ N ?= 1
 # `make restore` lists every kata's backups, and `make reset` refuses to guess which kata to reset.
 GIVEN_N = $(if $(filter file default undefined,$(origin N)),,$(N))
 
-.PHONY: setup kata test list clean-venv hint watch reset restore progress diff grade bench mutate
+.PHONY: setup kata test list clean-venv hint watch reset restore progress diff graph grade bench mutate
 
 setup: $(STAMP)
 
@@ -53,6 +54,9 @@ progress: $(STAMP)
 diff: $(STAMP)
 	@$(PY) -m checker diff $(N) $(ARGS)
 
+graph: $(STAMP)
+	@$(PY) -m checker graph $(N) $(ARGS)
+
 grade: $(STAMP)
 	@$(PY) -m checker grade $(DIR) $(ARGS)
 
@@ -64,6 +68,7 @@ bench: $(STAMP)
 	@$(PY) tests/bench.py $(ARGS)
 
 test: $(STAMP)
+	@tests/setup_browser.sh
 	$(PY) -m pytest -n auto --dist worksteal -q $(ARGS)
 
 clean-venv:

@@ -13,13 +13,16 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from checker.backups import BackupError, pristine_stub
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 from checker.probe import MARKER
 from checker.runner import CheckResult, KataResult, _child_env, installed_torch_version, run_kata, run_many
+
+if TYPE_CHECKING:
+    from checker.warm import WarmLauncher
 
 PROBE_TIME_LIMIT = 180.0
 
@@ -90,8 +93,10 @@ def score_all(
     time_limit: float | None = None,
     on_done: Callable[[Task, KataResult], None] | None = None,
     hidden_root: Path | None = None,
+    launcher: "WarmLauncher | None" = None,
 ) -> list[KataResult]:
-    """One KataResult per task, in the order given."""
+    """One KataResult per task, in the order given. `launcher`: a warm server forks the checks processes
+    (checker/warm.py); the results are the same without."""
     pristine = _PristineCache()
     results: list[KataResult | None] = [None] * len(tasks)
     waiting: dict[int, tuple[str, str]] = {}  # index -> (status, message), filled in once plans are known
@@ -107,7 +112,7 @@ def score_all(
     def run(i: int) -> Callable[[], KataResult]:
         task = tasks[i]
         return lambda: run_kata(task.kata, task.attempt, seed=seed, profile=profile, time_limit=time_limit,
-                                hidden_root=hidden_root)
+                                hidden_root=hidden_root, launcher=launcher)
 
     need_plans = sorted({tasks[i].kata for i in waiting}, key=lambda k: k.number)
     jobs_list: list[Callable] = [run(i) for i in runs] + ([lambda: probe_plans(need_plans)] if need_plans else [])

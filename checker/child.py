@@ -46,6 +46,19 @@ class _Events:
         self._file.flush()
 
 
+class _PhaseClock:
+    """Emits how long each phase of the run took (checker.runner.PHASES): calling it ends the current phase."""
+
+    def __init__(self, events: _Events) -> None:
+        self.events = events
+        self.mark = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.events.emit(event="phase", phase=name, seconds=round(now - self.mark, 3))
+        self.mark = now
+
+
 def exit_without_teardown(code: int) -> None:
     """End a child process now that everything it reports is flushed.
 
@@ -245,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
 
     harden_trusted_process()
     events = _Events(args.results_fd)
+    events.emit(event="started", wall=time.time())
+    phase = _PhaseClock(events)
     warnings.simplefilter("ignore")
     attempt_path = args.attempt.resolve()
     from checker.remote import ChannelBroken, RemoteModule, Worker
@@ -257,18 +272,23 @@ def main(argv: list[str] | None = None) -> int:
         import torch.fx._graph_pickler  # noqa: F401 - the channel's pickler pulls in Dynamo (~1.8 s): once, before the fork
 
         import checker.graph_wire  # noqa: F401
+        phase("imports")
         worker.spawn()  # before the checks and the reference load: the worker gets a copy of nothing of theirs
+        phase("worker")
         checks_module = load_module(args.checks, "kata_hidden_checks")
         only = {c for c in args.only.split(",") if c}
         specs = [s for s in checks_module.CHECKS.specs if not only or s.id in only]
         events.emit(event="plan", checks=[(s.id, s.stage, s.name, s.weight) for s in specs])
+        phase("load_checks")
         # The reference loads before the attempt does (in the worker), so nothing the attempt does at import
         # can reach it; the attempt meets a fresh process, as it would on the learner's own machine.
         reference = load_module(args.reference, f"reference_{args.module_name}")
         worker.services.update(checks_module.CHECKS.services)
         worker.setup = list(checks_module.CHECKS.worker_setup)
+        phase("load_reference")
         try:
             hello = worker.load()
+            phase("import_attempt")
         except ChannelBroken as broken:
             events.emit(event="import_error", file=str(attempt_path), line=None, message=str(broken), detail="")
             return 0
@@ -284,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         if count > 1:  # shards share the checks: odd shards walk the list backwards, each claims a check before running it
             specs = _claimed(specs[::-1] if index % 2 else specs, args.claims)
         run_checks(specs, ctx, events, attempt_path, worker=worker)
+        phase("checks")
         events.emit(event="done")
     finally:
         worker.stop()

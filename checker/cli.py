@@ -109,6 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--width", type=int, default=None, help="columns for the side-by-side view (default: terminal)")
     diff.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
 
+    graph = sub.add_parser("graph", help="pictures of a kata's sample graphs: as captured, after your code, after the "
+                                          "reference (`make graph N=k`)")
+    graph.add_argument("number", type=int, help="kata number")
+    graph.add_argument("--attempt", type=Path, help="draw this file's graphs instead of the kata's stub file's")
+    graph.add_argument("--capture", default=None, metavar="METHOD",
+                       help="only this capture (symbolic_trace, dynamo, make_fx, export_core, ...)")
+    graph.add_argument("--model", default=None, metavar="NAME", help="another sample model (katas 1 and 4: a zoo model)")
+    graph.add_argument("--text", action="store_true", help="print the pictures as text too (for a terminal)")
+    graph.add_argument("--out", type=Path, default=None, help="the HTML file to write (default: .kata-graphs/<kata>.html)")
+    graph.add_argument("--time-limit", type=_positive, default=None, help="seconds drawing may take")
+    graph.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
+
     grade = sub.add_parser("grade", help="grade many learners' folders: CSV gradebook, JSON per learner, Gradescope")
     grade.add_argument("dir", type=Path, metavar="DIR", help="one folder per learner, each laid out like katas/")
     grade.add_argument("--out", type=Path, default=None, help="where the results go (default: <DIR>-grades beside DIR)")
@@ -118,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--kata", type=int, action="append", default=[], metavar="N", help="grade only kata N (repeatable)")
     grade.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     _add_scoring_options(grade)
+
+    warm = sub.add_parser("warm", help="the warm server that starts your runs in a fraction of a second: status, stop, start")
+    warm.add_argument("action", nargs="?", choices=("status", "stop", "start"), default="status")
 
     mutate = sub.add_parser("mutate", help="kata authors: mutation testing of a kata's hidden checks (`make mutate N=k`)")
     mutate.add_argument("number", type=int, nargs="?", help="kata number (omit for every kata, one after another)")
@@ -143,14 +158,32 @@ def _is_stub(kata, attempt: Path) -> bool:
         return False
 
 
+def warm_launcher(*, wait: bool):
+    """The learner's warm server (checker/warm.py), or None: then runs start cold. With `wait`, one is started
+    and waited for when none answers (worth it for many runs, `checker all`); without, the run starts cold
+    and `_score` starts the server after it, while the learner reads the report. Asked before every run, so
+    a server that died or whose code changed is replaced."""
+    from checker.warm import WarmUnavailable, learner_launcher
+
+    try:
+        return learner_launcher(wait=wait)
+    except (WarmUnavailable, OSError):
+        return None
+
+
 def _score(kata, attempt: Path, args: argparse.Namespace):
     """One interactive run of `attempt`, recorded in the progress file when it is the learner's own file and
     every check ran. UsageError when --check names no check of the kata."""
     own_file = _is_stub(kata, attempt)
     if own_file:
         remember_pristine(kata)
+    launcher = warm_launcher(wait=False)
     result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
-                      profile=args.profile, shards=interactive_shards())
+                      profile=args.profile, shards=interactive_shards(), launcher=launcher)
+    if launcher is None:  # the first run of a session: this one started cold, the next ones will not
+        from checker.warm import start_in_background
+
+        start_in_background()
     if args.check and not result.checks:
         raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)")
     if own_file and not args.check:
@@ -258,7 +291,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_all(args: argparse.Namespace) -> int:
     from checker.overview import render, timed_collect
 
-    rows, elapsed = timed_collect(jobs=args.jobs, seed=args.seed, profile=args.profile, fresh=args.fresh)
+    rows, elapsed = timed_collect(jobs=args.jobs, seed=args.seed, profile=args.profile, fresh=args.fresh,
+                                  launcher=warm_launcher(wait=True))
     if args.json:
         score, top = sum(r.score for r in rows), sum(r.max_score for r in rows)
         print(json.dumps({"schema_version": 1, "score": score, "max_score": top,
@@ -292,6 +326,49 @@ def cmd_diff(args: argparse.Namespace) -> int:
     print(f"Kata {kata.number}'s sample, run through your attempt and through the reference "
           f"(| differs, < only yours, > only the reference's):")
     print(side_by_side(*sample, width=args.width or terminal_width(), colour=colour))
+    print(f"\nThe same graphs as pictures: `make graph N={kata.number}` (writes {display_path(graph_page_path(kata))})")
+    return 0
+
+
+GRAPHS_DIR = Path(".kata-graphs")
+
+
+def graph_page_path(kata) -> Path:
+    from checker.manifest import REPO_ROOT
+
+    return REPO_ROOT / GRAPHS_DIR / f"{kata.slug}.html"
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from checker.diffing import run_pictures
+    from checker.pictures import Picture, html_page, text_of
+
+    kata = get_kata(args.number)
+    attempt = args.attempt or kata.stub_path
+    if not attempt.is_file():
+        raise UsageError(f"{attempt}: no such file")
+    panels = run_pictures(kata, attempt, args.time_limit, capture=args.capture, model=args.model)
+    if isinstance(panels, str):
+        raise UsageError(panels)
+    out = args.out or graph_page_path(kata)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    intro = (f"Kata {kata.number}'s sample graphs, drawn from {display_path(attempt)} and the reference. "
+             "Hover over a node for its full name and target.")
+    out.write_text(html_page(f"Kata {kata.number} · {kata.title}", panels, intro), encoding="utf-8")
+    for panel in panels:
+        print(panel.title)
+        for label, side in (("as captured", panel.before), ("your attempt", panel.attempt), ("reference", panel.reference)):
+            if side is None:
+                continue
+            if args.text:
+                print(f" {label}: " + text_of(side).replace("\n", "\n   "))
+            elif isinstance(side, Picture):
+                marked = sum(1 for n in side.nodes if n.note)
+                print(f"  {label:<13} {len(side.nodes)} nodes, {side.transfers} transfer(s)"
+                      + (f", {marked} marked" if marked else "") + (f"; {side.caption}" if side.caption else ""))
+            else:
+                print(f"  {label:<13} {side}")
+    print(f"\nPictures: {display_path(out)} (open it in a browser){'' if args.text else '; --text prints them here'}")
     return 0
 
 
@@ -322,8 +399,42 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
 
+def cmd_warm(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from checker import warm
+
+    try:
+        where = warm.socket_path()
+    except (warm.WarmUnavailable, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.action == "stop":
+        print("warm server stopped" if warm.stop_server() else f"no warm server was running ({where})")
+        return 0
+    if args.action == "start":
+        try:
+            warm.learner_launcher(wait=True)
+        except warm.WarmUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    status = warm.server_status()
+    if status is None:
+        state = "off (FX_KATAS_WARM=0)" if not warm.enabled() else "not running; the next `make kata` starts it"
+        print(f"warm server: {state}\n  socket: {where}")
+        return 0
+    started = datetime.fromtimestamp(status["started"]).strftime("%H:%M:%S")
+    current = status.get("fingerprint") == warm.code_fingerprint(warm.server_env())
+    print(f"warm server: running (pid {status['pid']}, since {started}, warmed up in {status['warm_seconds']} s)\n"
+          f"  runs forked: {status['runs']}, running now: {status['running']}\n"
+          f"  stops after {status['idle_seconds']:g} s without a run (FX_KATAS_WARM_IDLE), or with "
+          f"`python -m checker warm stop`\n"
+          f"  {'matches this checker and environment' if current else 'out of date: the next run replaces it'}\n"
+          f"  socket: {where}")
+    return 0
+
+
 COMMANDS = {"kata": cmd_kata, "list": cmd_list, "hint": cmd_hint, "reset": cmd_reset, "restore": cmd_restore,
-            "watch": cmd_watch, "all": cmd_all, "progress": cmd_all, "diff": cmd_diff, "grade": cmd_grade, "mutate": cmd_mutate}
+            "watch": cmd_watch, "all": cmd_all, "progress": cmd_all, "diff": cmd_diff, "grade": cmd_grade, "mutate": cmd_mutate, "graph": cmd_graph,
+            "warm": cmd_warm}
 
 
 def main(argv: list[str] | None = None) -> int:

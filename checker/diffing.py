@@ -50,6 +50,28 @@ def source_diff(attempt: Path, reference: Path, *, colour: bool) -> str:
 
 def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None) -> tuple[str, str] | str:
     """(attempt column, reference column) from the kata's hook, or a one-line reason there are none."""
+    found = _sample_child(kata, attempt, time_limit, [])
+    if isinstance(found, str):
+        return found
+    return str(found.get("attempt", "")), str(found.get("reference", ""))
+
+
+def run_pictures(kata: Kata, attempt: Path, time_limit: float | None = None, *, capture: str | None = None,
+                 model: str | None = None) -> list | str:
+    """The kata's graph pictures (checker.pictures Panels) for `attempt` and the reference, or why there are none."""
+    from checker.pictures import panels_from_data
+
+    extra = ["--pictures"] + (["--capture", capture] if capture else []) + (["--model", model] if model else [])
+    found = _sample_child(kata, attempt, time_limit, extra)
+    if isinstance(found, str):
+        return found
+    if "error" in found:
+        return str(found["error"])
+    return panels_from_data(found["panels"])
+
+
+def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: list[str]) -> dict | str:
+    """Run the kata's sample hook in a child process under a time limit: its event, or a one-line reason."""
     hooks = [kata.folder / SAMPLE_FILE, kata.checks_path]
     if not any(h.is_file() for h in hooks):
         return f"kata {kata.number} has no sample model to show"
@@ -59,7 +81,7 @@ def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None) -> tu
         read_fd, write_fd = os.pipe()
         cmd = [sys.executable, "-m", "checker.sample_child", "--attempt", str(attempt.resolve()),
                "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem,
-               "--results-fd", str(write_fd)]
+               "--results-fd", str(write_fd), *extra]
         for hook in hooks:
             cmd += ["--hook", str(hook)]
         with open(output_path, "wb") as output:
@@ -83,8 +105,8 @@ def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None) -> tu
     for event in events:
         if event.get("event") == "none":
             return f"kata {kata.number} has no sample model to show"
-        if event.get("event") == "sample":
-            return str(event.get("attempt", "")), str(event.get("reference", ""))
+        if event.get("event") in ("sample", "pictures"):
+            return event
     if timed_out:
         return f"the sample did not finish within {limit:g} s (a loop that never ends in your code?)"
     if proc.returncode and proc.returncode < 0:

@@ -13,6 +13,7 @@ Writes to OUT (default: DIR's sibling `<DIR>-grades/`):
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import sys
@@ -23,6 +24,9 @@ from checker import RESULTS_SCHEMA_VERSION
 from checker.batch import Task, score_all
 from checker.manifest import Kata
 from checker.runner import KataResult
+from checker.warm import PrivateServer
+
+WARM_FROM_RUNS = 4  # attempts to run before grading starts a warm server of its own
 
 PASSED = "passed"
 FAILED = "failed"
@@ -169,8 +173,13 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
                   for i, lr in enumerate(learners)}
         tasks = [Task(k, copies[lr.name] / k.slug / k.module if originals[(lr.name, k.slug)].is_file()
                       else originals[(lr.name, k.slug)], lr.name) for lr in learners for k in katas]
-        scored = score_all(tasks, jobs=jobs, seed=seed, profile=profile, time_limit=time_limit,
-                           on_done=None if quiet else _progress_line, hidden_root=hidden)
+        # A warm server only this process can reach, started before any attempt runs (checker/warm.py). Its
+        # warm-up costs about one cold start, so it pays off from a handful of attempts on.
+        runs = sum(1 for task in tasks if task.attempt is not None and task.attempt.is_file())
+        with PrivateServer() if runs >= WARM_FROM_RUNS else contextlib.nullcontext(PrivateServer()) as server:
+            scored = score_all(tasks, jobs=jobs, seed=seed, profile=profile, time_limit=time_limit,
+                               on_done=None if quiet else _progress_line, hidden_root=hidden,
+                               launcher=server.launcher())
     for task, result in zip(tasks, scored):  # report the learner's own path, not the working copy's
         result.attempt = str(originals[(task.label, task.kata.slug)])
     results = {(t.label, t.kata.slug): r for t, r in zip(tasks, scored)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from checker.backups import remember_pristine
 from checker.batch import Task, score_all
@@ -15,6 +16,9 @@ from checker.hints import HintError, load_hints
 from checker.manifest import Kata, load_katas
 from checker.progress import Progress, fingerprint, record_result
 from checker.report import _Style, cap, display_path
+
+if TYPE_CHECKING:
+    from checker.warm import WarmLauncher
 
 BAR_WIDTH = 30
 STATUS_COLOUR = {"pass": "32", "fail": "31", "error": "31", "timeout": "33", "missing": "33"}
@@ -47,7 +51,8 @@ def _hints_total(kata: Kata) -> int | None:
         return None
 
 
-def collect(*, jobs: int | None = None, seed: int, profile: str | None, fresh: bool = False) -> list[Row]:
+def collect(*, jobs: int | None = None, seed: int, profile: str | None, fresh: bool = False,
+            launcher: "WarmLauncher | None" = None) -> list[Row]:
     """Score every kata in the manifest (reusing unchanged results unless `fresh`) and record the new runs."""
     katas = list(load_katas())
     progress = Progress.load()
@@ -65,7 +70,7 @@ def collect(*, jobs: int | None = None, seed: int, profile: str | None, fresh: b
                                         used, _hints_total(kata), True, str(rec.get("last_run", "")))
                 continue
         tasks.append(Task(kata, stub if stub.is_file() else None))
-    results = score_all(tasks, jobs=jobs, seed=seed, profile=profile)
+    results = score_all(tasks, jobs=jobs, seed=seed, profile=profile, launcher=launcher)
     progress = Progress.load()  # re-read: a hint may have been taken while the katas ran
     for task, result in zip(tasks, results):
         kata = task.kata

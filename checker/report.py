@@ -95,8 +95,25 @@ def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour
         out.append(style(cap(result.message), "33"))
     out.append(f"score: {result.score}/{result.max_score}   status: "
                + style(STATUS_WORDS[result.status], "32" if result.status == "pass" else "31"))
+    if verbose and result.timings:
+        out.append(style(time_line(result), "2"))
     out.append(next_step(kata, result))
     return "\n".join(out)
+
+
+PHASE_WORDS = {"start": "start", "imports": "import torch", "worker": "start worker", "load_checks": "load checks",
+               "load_reference": "load reference", "import_attempt": "import attempt", "checks": "run checks"}
+
+
+def time_line(result: KataResult, slowest: int = 3) -> str:
+    """Where the run's time went: each phase (the slowest shard's), and the slowest checks."""
+    timings = dict(result.timings)
+    total = timings.pop("total", result.duration_s)
+    phases = ", ".join(f"{PHASE_WORDS.get(name, name)} {seconds:.2f}" for name, seconds in timings.items())
+    how = "forked by the warm server" if result.start == "warm" else "cold start"
+    ran = sorted((c for c in result.checks if c.seconds), key=lambda c: -c.seconds)[:slowest]
+    checks = ", ".join(f"{c.id} {c.seconds:.2f}" for c in ran)
+    return (f"time: {total:.2f} s ({how}): {phases} s" + (f"; slowest checks: {checks} s" if checks else ""))
 
 
 def next_step(kata: Kata, result: KataResult) -> str:
@@ -113,5 +130,5 @@ def next_step(kata: Kata, result: KataResult) -> str:
     first_failing = next((c for c in result.checks if c.status not in ("pass", "not_run")), None)
     if first_failing is None:
         return f"Re-run with --verbose for the full output; stuck? `make hint N={kata.number}`."
-    return (f"Next: make '{first_failing.name}' pass (stage {first_failing.stage}). "
-            f"--verbose shows tracebacks; stuck? `make hint N={kata.number}`.")
+    return (f"Next: make '{first_failing.name}' pass (stage {first_failing.stage}). --verbose shows tracebacks; "
+            f"`make graph N={kata.number}` draws your graphs beside the reference's; stuck? `make hint N={kata.number}`.")

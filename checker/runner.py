@@ -17,11 +17,14 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 from checker import REQUIRED_TORCH, RESULTS_SCHEMA_VERSION
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
+
+if TYPE_CHECKING:
+    from checker.warm import WarmChild, WarmLauncher
 
 T = TypeVar("T")
 
@@ -56,15 +59,25 @@ class KataResult:
     output: str = ""
     seed: int = DEFAULT_SEED
     schema_version: int = RESULTS_SCHEMA_VERSION
+    # where the run's time went, in seconds per phase (the slowest shard's; see PHASES), and how it started
+    timings: dict = field(default_factory=dict)
+    start: str = "cold"  # cold: a new interpreter per shard | warm: forked by a warm server (checker/warm.py)
 
     def to_json(self, verbose: bool = False) -> dict:
         data = asdict(self)
         keep = {"id", "stage", "name", "status", "weight", "message"} | ({"detail", "output", "fuzz", "seconds"} if verbose else set())
         data["checks"] = [{k: v for k, v in c.items() if k in keep} for c in data["checks"]]
         if not verbose:
-            data.pop("detail")
-            data.pop("output")
+            for key in ("detail", "output", "timings", "start"):
+                data.pop(key)
         return data
+
+
+# The phases of a run, in order, as --verbose and `make bench` show them. "start" is from asking for the checks
+# process until its code runs (a new interpreter, or a fork of the warm server); "imports" is torch and the
+# channel (nothing when warm); "worker" starts the attempt's process; the loads import the kata's checks, the
+# reference and (in the worker) the attempt; "checks" runs them.
+PHASES = ("start", "imports", "worker", "load_checks", "load_reference", "import_attempt", "checks")
 
 
 def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -111,12 +124,15 @@ _RUNNING: set[subprocess.Popen] = set()
 _SPAWN_LOCK = threading.Lock()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: "subprocess.Popen | WarmChild") -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
-    proc.wait()
+    try:
+        proc.wait(timeout=None if isinstance(proc, subprocess.Popen) else 10.0)
+    except subprocess.TimeoutExpired:  # a warm server that stopped answering: the run is over all the same
+        pass
 
 
 def _describe_exit(returncode: int) -> str:
@@ -133,9 +149,11 @@ def _describe_exit(returncode: int) -> str:
 class _Shard:
     """One child process running its share of the checks (shards claim checks one by one; see child.py)."""
 
-    proc: subprocess.Popen
+    proc: "subprocess.Popen | WarmChild"
     reader: _EventReader
     output_path: Path
+    asked_at: float = 0.0  # time.time() when the checks process was asked for
+    warm: bool = False
     timed_out: bool = False
     events: list = field(default_factory=list)
     output: str = ""
@@ -147,7 +165,11 @@ class _Shard:
 
 
 def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed: int, only: tuple[str, ...],
-           profile: str | None, hidden_root: Path | None) -> _Shard:
+           profile: str | None, hidden_root: Path | None, launcher: "WarmLauncher | None") -> _Shard:
+    """Start one checks process: forked by the warm server when `launcher` is given and it answers, else a new
+    interpreter (`python -m checker.child ...`). The two are the same process once running."""
+    from checker.warm import WarmUnavailable
+
     output_path = tmp / f"output-{index}.txt"
     read_fd, write_fd = os.pipe()
     env = _child_env()
@@ -158,22 +180,31 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
         checks = hidden_root / checks.relative_to(REPO_ROOT)
         reference = hidden_root / reference.relative_to(REPO_ROOT)
         env["FX_KATAS_SOLUTIONS_DIR"] = str(hidden_root / "solutions")
-    cmd = [
-        sys.executable, "-m", "checker.child", "--checks", str(checks), "--attempt", str(attempt),
+    argv = [
+        "--checks", str(checks), "--attempt", str(attempt),
         "--reference", str(reference), "--module-name", Path(kata.module).stem,
         "--seed", str(seed), "--only", ",".join(only), "--shard", f"{index}/{count}",
-        "--claims", str(tmp / "claims"), "--results-fd", str(write_fd),
+        "--claims", str(tmp / "claims"),
     ]
+    asked_at, proc = time.time(), None
     try:
         with open(output_path, "wb") as output, _SPAWN_LOCK:
-            proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                    stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
+            if launcher is not None:
+                try:
+                    proc = launcher.start(argv, env, tmp, output.fileno(), write_fd)
+                except WarmUnavailable:
+                    proc = None
+            warm = proc is not None
+            if proc is None:
+                proc = subprocess.Popen([sys.executable, "-m", "checker.child", *argv, "--results-fd", str(write_fd)],
+                                        cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                        stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
             _RUNNING.add(proc)
     finally:
         os.close(write_fd)
     reader = _EventReader(read_fd)
     reader.start()
-    return _Shard(proc, reader, output_path)
+    return _Shard(proc, reader, output_path, asked_at=asked_at, warm=warm)
 
 
 def _wait_all(shards: list[_Shard], limit: float) -> None:
@@ -206,13 +237,22 @@ def _end_child(proc: subprocess.Popen) -> None:
 
 def _kill_orphans() -> None:
     """Kill processes the attempt left behind that ended up as this process's children (it is their
-    subreaper), sparing the checks children of runs still going on in other threads."""
+    subreaper), sparing the checks children of runs still going on in other threads, the warm servers this
+    process started, and the helpers it runs itself (`checker.probe`): those share this process's session,
+    while whatever a checks process or a worker started lives in the checks process's session or a new one."""
     from checker.child import _child_pids
+    from checker.warm import STARTED_PIDS
 
     with _SPAWN_LOCK:
-        known = {proc.pid for proc in _RUNNING}
+        known = {proc.pid for proc in _RUNNING} | STARTED_PIDS
+        own_session = os.getsid(0)
         for pid in _child_pids():
             if pid in known:
+                continue
+            try:
+                if os.getsid(pid) == own_session:
+                    continue
+            except ProcessLookupError:
                 continue
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -261,6 +301,7 @@ def run_kata(
     profile: str | None = None,
     shards: int = 1,
     hidden_root: Path | None = None,
+    launcher: "WarmLauncher | None" = None,
 ) -> KataResult:
     """Score `attempt` (a file with the kata module's API) against the kata's hidden checks.
 
@@ -268,6 +309,8 @@ def run_kata(
     torch and the attempt itself): a single interactive run then uses every core. Verdicts do not depend on
     the split. Callers that already run katas in parallel keep the default of one. `hidden_root`, when given,
     holds a copy of `katas/` and `solutions/` to read the checks and references from (see `snapshot_hidden`).
+    `launcher`, when given, has a warm server fork the checks processes (checker/warm.py); a shard it cannot
+    start starts cold. The verdicts are the same either way.
     """
     torch_version = installed_torch_version() or "not installed"
     attempt = Path(attempt).resolve()
@@ -281,7 +324,7 @@ def run_kata(
         try:
             for index in range(count):
                 children.append(_spawn(kata, attempt, Path(tmp), index, count, seed=seed, only=only,
-                                       profile=profile, hidden_root=hidden_root))
+                                       profile=profile, hidden_root=hidden_root, launcher=launcher))
         finally:
             _wait_all(children, limit)
         for shard in children:
@@ -292,11 +335,28 @@ def run_kata(
     results = _planned_checks(kata, children[0].events)
     result = KataResult(kata.number, kata.title, "fail", 0, sum(r.weight for r in results.values()),
                         list(results.values()), str(attempt), torch_version, round(duration, 2),
-                        output="".join(shard.output for shard in children)[-4000:], seed=seed)
+                        output="".join(shard.output for shard in children)[-4000:], seed=seed,
+                        start="warm" if all(shard.warm for shard in children) else "cold")
     for shard in children:
         _apply_events(result, results, shard)
     _settle_status(result, children, limit)
+    result.timings = _timings(children, duration)
     return result
+
+
+def _timings(shards: list[_Shard], duration: float) -> dict[str, float]:
+    """Seconds per phase (PHASES), each the slowest shard's, and the whole run's ("total")."""
+    timings: dict[str, float] = {}
+    for shard in shards:
+        phases = {e["phase"]: float(e["seconds"]) for e in shard.events if e.get("event") == "phase"}
+        started = next((e["wall"] for e in shard.events if e.get("event") == "started"), None)
+        if started is not None:
+            phases["start"] = max(0.0, float(started) - shard.asked_at)
+        for phase, seconds in phases.items():
+            timings[phase] = round(max(timings.get(phase, 0.0), seconds), 3)
+    ordered = {phase: timings[phase] for phase in PHASES if phase in timings}
+    ordered["total"] = round(duration, 3)
+    return ordered
 
 
 def _tail(path: Path, size: int = 4000) -> str:

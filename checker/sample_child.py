@@ -23,14 +23,46 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}{line}: {text}"
 
 
-def find_hook(hook_files: list[Path]):
+def find_hook(hook_files: list[Path], name: str = "sample_graphs"):
     for i, path in enumerate(hook_files):
         if path.is_file():
             module = load_module(path, f"kata_hidden_sample_{i}")
-            hook = getattr(module, "sample_graphs", None)
+            hook = getattr(module, name, None)
             if callable(hook):
                 return hook
     return None
+
+
+def _pictures(args, events: _Events, sink: io.StringIO) -> int:
+    """`--pictures`: the kata's graph_pictures(attempt, reference, capture=, model=) as plain data."""
+    from checker.pictures import panels_to_data
+
+    with redirect_stdout(sink), redirect_stderr(sink):
+        import torch  # noqa: F401
+
+        reference = load_module(args.reference, f"reference_{args.module_name}")
+        hook = find_hook(args.hook, "graph_pictures")
+    if hook is None:
+        events.emit(event="none")
+        return 0
+    try:
+        with redirect_stdout(sink), redirect_stderr(sink):
+            attempt = load_module(args.attempt.resolve(), args.module_name)
+    except BaseException as exc:  # noqa: BLE001 - any import failure, SystemExit included
+        attempt, failed = reference, f"could not import your file: {_first_line(exc)}"
+    else:
+        failed = ""
+    try:
+        with redirect_stdout(sink), redirect_stderr(sink):
+            panels = hook(attempt, reference, capture=args.capture, model=args.model)
+    except (KeyError, ValueError) as exc:  # a model or capture the kata does not draw
+        events.emit(event="pictures", error=f"cannot draw that: {_first_line(exc)}")
+        return 0
+    if failed:
+        for panel in panels:
+            panel.attempt = failed
+    events.emit(event="pictures", panels=panels_to_data(panels))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,12 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", required=True, type=Path)
     parser.add_argument("--module-name", required=True)
     parser.add_argument("--results-fd", type=int, required=True)
+    parser.add_argument("--pictures", action="store_true", help="the graph_pictures hook instead of sample_graphs")
+    parser.add_argument("--capture", default=None)
+    parser.add_argument("--model", default=None)
     args = parser.parse_args(argv)
 
     events = _Events(args.results_fd)
     warnings.simplefilter("ignore")
     sys.path.insert(0, str(args.attempt.resolve().parent))
     sink = io.StringIO()
+    if args.pictures:
+        return _pictures(args, events, sink)
     with redirect_stdout(sink), redirect_stderr(sink):
         import torch  # noqa: F401
 

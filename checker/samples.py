@@ -28,13 +28,26 @@ def guarded(func: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
     try:
         return str(func(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - the attempt may raise anything; show it, do not stop the sample
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
-        if isinstance(exc, NotImplementedError):
-            return f"not implemented{where}"
-        first = (str(exc).strip().splitlines() or [""])[0]
-        text = f"raised {type(exc).__name__}{where}: {first}"
-        return text if len(text) <= 100 else text[:99] + "…"
+        return failure_text(exc)
+
+
+def failure_text(exc: BaseException) -> str:
+    """One short line for an exception an attempt raised: "not implemented (file:line)" or what it raised, where."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
+    if isinstance(exc, NotImplementedError):
+        return f"not implemented{where}"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    text = f"raised {type(exc).__name__}{where}: {first}"
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def picture_or_failure(draw: Callable[[], Any]) -> Any:
+    """`draw()` (a checker.pictures.Picture), or the line `failure_text` gives for what it raised."""
+    try:
+        return draw()
+    except Exception as exc:  # noqa: BLE001 - the attempt's error is what its side of the page shows
+        return failure_text(exc)
 
 
 def graph_lines(gm: Any, describe: Callable[[Any], str] | None = None) -> list[str]:

@@ -35,8 +35,15 @@ def _digest(path: Path) -> str | None:
 
 
 def wait_for_change(path: Path, last_digest: str | None, *, interval: float, debounce: float) -> str | None:
-    """Block until the file's content differs from `last_digest` and has been still for `debounce` seconds."""
+    """Block until the file's content differs from `last_digest` and has been still for `debounce` seconds.
+
+    A save made while the last run was going (or its report was printed) counts: the content is compared once
+    before waiting, so that save is not missed until the next one."""
     seen = _state(path)
+    current = _digest(path)
+    if current != last_digest:
+        time.sleep(debounce)
+        return _digest(path)
     while True:
         time.sleep(interval)
         now = _state(path)

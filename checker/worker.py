@@ -35,15 +35,22 @@ from checker.child import load_module
 MAX_CALL_OUTPUT = 4000  # characters of what the attempt printed during one call, kept for the report
 
 _PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECUREBITS = 28
 _SECBIT_NOROOT_AND_LOCKS = 0x3 | 0xC | 0x30  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED, all locked
 
 
 def drop_privileges() -> str:
-    """As root: give up every capability, for good (exec included). Returns what was done, for --verbose."""
+    """Set no_new_privs (kept by every process the attempt starts, for good: the checker recognises them by it,
+    see checker/warm.py) and, as root, give up every capability, for good (exec included). Returns what was
+    done, for --verbose."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        return "no prctl here: nothing done"
     if os.geteuid() != 0:
-        return "not root: nothing to drop"
-    libc = ctypes.CDLL(None, use_errno=True)
+        return "not root: no capability to drop"
     for cap in range(64):
         libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
     libc.prctl(_PR_SET_SECUREBITS, _SECBIT_NOROOT_AND_LOCKS, 0, 0, 0)

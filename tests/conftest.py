@@ -9,6 +9,10 @@ import pytest
 
 from checker.manifest import load_katas
 
+# Runs start cold unless a test asks for a warm server (the `warm_launcher` fixture, tests/test_warm.py): no
+# test starts or reaches the learner's own per-user server.
+os.environ["FX_KATAS_WARM"] = "0"
+
 TESTS_DIR = Path(__file__).resolve().parent
 MUTANTS_DIR = TESTS_DIR / "mutants"
 ALTERNATIVES_DIR = TESTS_DIR / "alternatives"
@@ -54,3 +58,40 @@ def alternative_files(kata) -> list[Path]:
 
 def all_alternatives():
     return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in alternative_files(kata)]
+
+
+@pytest.fixture(scope="session")
+def warm_launcher():
+    """A private warm server for this test process (checker/warm.py): runs given its launcher are forked by it."""
+    from checker.warm import PrivateServer
+
+    os.environ["FX_KATAS_WARM"] = "1"
+    try:
+        server = PrivateServer().start()
+    finally:
+        os.environ["FX_KATAS_WARM"] = "0"
+    assert server.launcher() is not None, f"the private warm server did not start: {server.problem}"
+    yield server.launcher()
+    server.close()
+
+
+def comparable(result) -> dict:
+    """A result as JSON, without what differs between any two runs of the same attempt: how long it took, and
+    the memory addresses a message may show (`UsersHandler@0x7f…`)."""
+    import json
+    import re
+
+    data = result.to_json()
+    data.pop("duration_s")
+    return json.loads(re.sub(r"0x[0-9a-f]{8,}", "0x…", json.dumps(data)))
+
+
+def score_both_ways(kata, attempt, launcher, **options):
+    """Score `attempt` cold and forked by the warm server: the results must be the same, but for time."""
+    from checker.runner import run_kata
+
+    cold = run_kata(kata, attempt, **options)
+    warm = run_kata(kata, attempt, launcher=launcher, **options)
+    assert (cold.start, warm.start) == ("cold", "warm")
+    assert comparable(warm) == comparable(cold), "a warm start changed the verdicts"
+    return warm

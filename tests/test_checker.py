@@ -1,4 +1,8 @@
-"""The checker survives whatever an attempt does, and its outputs keep their documented shape."""
+"""The checker survives whatever an attempt does, and its outputs keep their documented shape.
+
+Most runs here are forked by a warm server (the `warm_launcher` fixture); the infinite loop and the segfault
+start cold (tests/test_warm.py runs both warm), as do the command-line runs.
+"""
 from __future__ import annotations
 
 import json
@@ -21,14 +25,14 @@ def checker_cli(*args: str, cwd=REPO_ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "checker", *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
-def test_syntax_error_is_reported_with_file_and_line():
-    result = run_kata(KATA1, ATTEMPTS_DIR / "syntax_error.py", only=ONE_CHECK)
+def test_syntax_error_is_reported_with_file_and_line(warm_launcher):
+    result = run_kata(KATA1, ATTEMPTS_DIR / "syntax_error.py", only=ONE_CHECK, launcher=warm_launcher)
     assert result.status == "error"
     assert "syntax_error.py:1" in result.message and "SyntaxError" in result.message
 
 
-def test_import_error_names_the_missing_name():
-    result = run_kata(KATA1, ATTEMPTS_DIR / "import_error.py", only=ONE_CHECK)
+def test_import_error_names_the_missing_name(warm_launcher):
+    result = run_kata(KATA1, ATTEMPTS_DIR / "import_error.py", only=ONE_CHECK, launcher=warm_launcher)
     assert result.status == "error"
     assert "import_error.py:2" in result.message and "no_such_name" in result.message
 
@@ -46,33 +50,34 @@ def test_segfault_is_an_error_naming_the_signal():
     assert "SIGSEGV" in result.message
 
 
-def test_sys_exit_at_import_cannot_fake_a_pass():
-    result = run_kata(KATA1, ATTEMPTS_DIR / "exits_zero_at_import.py", only=ONE_CHECK)
+def test_sys_exit_at_import_cannot_fake_a_pass(warm_launcher):
+    result = run_kata(KATA1, ATTEMPTS_DIR / "exits_zero_at_import.py", only=ONE_CHECK, launcher=warm_launcher)
     assert result.status == "error"
     assert "sys.exit" in result.message or "SystemExit" in result.message
 
 
-def test_exit_inside_a_check_fails_that_check():
+def test_exit_inside_a_check_fails_that_check(warm_launcher):
     result = run_kata(KATA1, ATTEMPTS_DIR / "exits_inside_a_check.py",
-                      only=("call_module_node_is_module", "graph_without_ops_is_torch"))
+                      only=("call_module_node_is_module", "graph_without_ops_is_torch"), launcher=warm_launcher)
     by_id = {c.id: c for c in result.checks}
     assert by_id["call_module_node_is_module"].status == "error"
     assert "sys.exit" in by_id["call_module_node_is_module"].message
     assert result.status == "error" and "exited with code 0" in result.message  # os._exit(0) ended the process
 
 
-def test_printed_pass_and_forged_events_are_ignored():
-    result = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=ONE_CHECK + ("graph_without_ops_is_torch",))
+def test_printed_pass_and_forged_events_are_ignored(warm_launcher):
+    result = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=ONE_CHECK + ("graph_without_ops_is_torch",),
+                      launcher=warm_launcher)
     assert result.status == "fail"
     assert result.score == 0
     assert all(c.status == "fail" for c in result.checks)
 
 
-def test_checker_never_writes_beside_the_attempt(tmp_path):
+def test_checker_never_writes_beside_the_attempt(tmp_path, warm_launcher):
     attempt = tmp_path / "dialects.py"
     attempt.write_text(KATA1.stub_path.read_text())
     before = attempt.stat().st_mtime_ns, attempt.read_bytes()
-    run_kata(KATA1, attempt, only=ONE_CHECK)
+    run_kata(KATA1, attempt, only=ONE_CHECK, launcher=warm_launcher)
     assert (attempt.stat().st_mtime_ns, attempt.read_bytes()) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dialects.py"]
 
@@ -117,14 +122,15 @@ def test_wrong_torch_version_is_refused_unless_overridden(tmp_path):
     assert "torch 9.9.9 is installed" in proc.stdout and "--any-torch" in proc.stdout
 
 
-def test_two_shards_run_every_check_once_in_kata_order():
+def test_two_shards_run_every_check_once_in_kata_order(warm_launcher):
     checks = ("call_module_node_is_module", "getitem_is_neutral", "graph_without_ops_is_torch")
-    one = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=checks)
-    two = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=checks, shards=2)
+    one = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=checks, launcher=warm_launcher)
+    two = run_kata(KATA1, ATTEMPTS_DIR / "fakes_pass_output.py", only=checks, shards=2, launcher=warm_launcher)
     assert [(c.id, c.status, c.message) for c in two.checks] == [(c.id, c.status, c.message) for c in one.checks]
     assert [c.id for c in two.checks] == list(checks) and two.status == "fail"
 
 
-def test_a_crash_in_one_shard_is_an_error_for_the_attempt():
-    result = run_kata(KATA1, ATTEMPTS_DIR / "segfault.py", only=ONE_CHECK + ("graph_without_ops_is_torch",), shards=2)
+def test_a_crash_in_one_shard_is_an_error_for_the_attempt(warm_launcher):
+    result = run_kata(KATA1, ATTEMPTS_DIR / "segfault.py", only=ONE_CHECK + ("graph_without_ops_is_torch",), shards=2,
+                      launcher=warm_launcher)
     assert result.status == "error" and "SIGSEGV" in result.message

@@ -1,5 +1,8 @@
 """Every reference scores full marks, every pristine stub is not_started, every mutant is caught.
 
+The reference, the stub and the mutant of each kata are scored twice, cold and forked by a warm server, and
+the two results must be the same (checker/warm.py); the alternatives run warm.
+
 Kata-agnostic: adding a kata to katas/katas.toml (and mutants to tests/mutants/<slug>/) adds its tests here.
 """
 from __future__ import annotations
@@ -7,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from checker.runner import run_kata
-from conftest import KATAS, all_alternatives, boundary_mutants, kata_id, killed_by, mutant_files
+from conftest import KATAS, all_alternatives, boundary_mutants, kata_id, killed_by, mutant_files, score_both_ways
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=kata_id)
-def test_reference_scores_full_marks_on_the_deep_profile(kata):
-    result = run_kata(kata, kata.solution_path, profile="deep")
+def test_reference_scores_full_marks_on_the_deep_profile(kata, warm_launcher):
+    result = score_both_ways(kata, kata.solution_path, warm_launcher, profile="deep")
     failing = {c.id: f"{c.status}: {c.message[:300]}" for c in result.checks if c.status != "pass"}
     assert result.status == "pass", (result.message, failing)
     assert result.score == result.max_score > 0
@@ -20,8 +23,8 @@ def test_reference_scores_full_marks_on_the_deep_profile(kata):
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=kata_id)
-def test_pristine_stub_is_not_started(kata):
-    result = run_kata(kata, kata.stub_path)
+def test_pristine_stub_is_not_started(kata, warm_launcher):
+    result = score_both_ways(kata, kata.stub_path, warm_launcher)
     assert result.status == "not_started", [(c.id, c.status, c.message[:200]) for c in result.checks]
     assert result.score == 0
 
@@ -32,11 +35,11 @@ def test_every_kata_ships_known_wrong_attempts(kata):
 
 
 @pytest.mark.parametrize("kata, mutant", boundary_mutants())
-def test_mutant_fails_the_check_aimed_at_it(kata, mutant):
+def test_mutant_fails_the_check_aimed_at_it(kata, mutant, warm_launcher):
     """Through the real checker. (`make mutate` scores every hand-written mutant on every check, and
     tests/test_mutation.py holds each to exactly its KILLED_BY; FX_KATAS_EVERY_MUTANT=1 runs them all here too.)"""
     aimed = killed_by(mutant)
-    result = run_kata(kata, mutant, only=aimed)
+    result = score_both_ways(kata, mutant, warm_launcher, only=aimed)
     verdicts = {c.id: c for c in result.checks}
     assert set(aimed) <= set(verdicts), f"KILLED_BY names unknown checks: {set(aimed) - set(verdicts)}"
     for check_id in aimed:
@@ -50,9 +53,10 @@ def test_mutant_fails_the_check_aimed_at_it(kata, mutant):
 
 
 @pytest.mark.parametrize("kata, alternative", all_alternatives())
-def test_correct_alternative_scores_full_marks(kata, alternative):
+def test_correct_alternative_scores_full_marks(kata, alternative, warm_launcher):
     """A correct approach the lesson allows, other than the reference's, passes every check: the checks test
     the contract, not the reference's way of meeting it."""
-    result = run_kata(kata, alternative)
+    result = run_kata(kata, alternative, launcher=warm_launcher)
+    assert result.start == "warm"
     failing = {c.id: f"{c.status}: {c.message[:300]}" for c in result.checks if c.status != "pass"}
     assert result.status == "pass", (result.message, failing)

@@ -103,7 +103,7 @@ class Repo:
         return self.root / ".kata-backups"
 
     def env(self, **extra: str) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FX_KATAS_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FX_KATAS_") or k == "FX_KATAS_WARM"}
         env.update(PYTHONPATH=str(self.root), NO_COLOR="1", COLUMNS="150", **extra)
         return env
 
@@ -297,7 +297,7 @@ def test_all_shows_every_kata_and_reuses_unchanged_results(repo):
     by_number = {k["kata"]: k for k in data["katas"]}
     assert by_number[TOY]["status"] == "pass" and by_number[TOY]["cached"] is True
     assert by_number[TOY]["hints_used"] == 1 and by_number[1]["status"] == "not_started"
-    assert by_number[1]["max_score"] > 0 and data["passed"] == 1 and data["total"] == 2
+    assert by_number[1]["max_score"] > 0 and data["passed"] == 1 and data["total"] == 2, (by_number[1], proc.stdout)
     record = json.loads(repo.progress.read_text())["katas"][TOY_SLUG]
     assert record["status"] == "pass" and record["score"] == 5 and record["last_run"]
 
@@ -368,6 +368,18 @@ def _wait_for(path: Path, text: str, count: int, timeout: float = 60) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_watch_does_not_miss_a_save_made_while_the_last_run_was_going(tmp_path):
+    from checker.watch import _digest, wait_for_change
+
+    attempt = tmp_path / "attempt.py"
+    attempt.write_text("x = 1\n")
+    before = _digest(attempt)
+    attempt.write_text("x = 2\n")  # saved while the checks ran: no change of state happens after this
+    started = time.monotonic()
+    assert wait_for_change(attempt, before, interval=0.05, debounce=0.05) == _digest(attempt)
+    assert time.monotonic() - started < 1.0
 
 
 def test_watch_reruns_on_save_only_when_the_content_changes_and_stops_cleanly(repo, tmp_path):

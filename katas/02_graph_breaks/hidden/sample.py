@@ -16,7 +16,7 @@ import torch
 import torch._dynamo
 
 from checker.child import load_module
-from checker.samples import guarded
+from checker.samples import guarded, picture_or_failure
 from katas.common.quiet import quiet
 
 SUSPECTS = load_module(Path(__file__).resolve().parent.parent / "suspects.py", "suspects")  # as checks.py names it
@@ -97,3 +97,58 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
     theirs = _side(reference)  # the reference first: an attempt may leave loggers or Dynamo state behind
     mine = guarded(_side, attempt)
     return mine, theirs
+
+
+def _graphs(func, args) -> list:
+    """The graphs torch.compile makes of `func(*args)`: one more per graph break."""
+    with quiet():
+        torch._dynamo.reset()
+        counter = _CountGraphs()
+        with torch._dynamo.config.patch(**CAPTURE_DEFAULTS):
+            torch.compile(func, backend=counter)(*(a.clone() for a in args))
+        torch._dynamo.reset()
+    return counter.graphs
+
+
+def _pieces(graphs: list, title: str, caption: str):
+    """Every graph of one compile as one picture: the pieces side by side, nodes prefixed with their graph."""
+    from checker.pictures import Picture, picture_of
+
+    nodes, edges = [], []
+    for index, gm in enumerate(graphs):
+        piece = picture_of(gm, title)
+        for node in piece.nodes:
+            node.name, node.group = f"g{index}.{node.name}", f"graph {index}"
+        for edge in piece.edges:
+            edge.src, edge.dst = f"g{index}.{edge.src}", f"g{index}.{edge.dst}"
+        nodes += piece.nodes
+        edges += piece.edges
+    return Picture(title, nodes, edges, caption)
+
+
+def graph_pictures(attempt, reference, *, capture=None, model=None):
+    """`make graph N=2`: for each suspect (or only `model`), the graphs torch.compile makes of it (one per piece
+    between breaks), beside the graphs it makes of each side's fixed_<suspect> (one is the goal)."""
+    from checker.pictures import Panel
+
+    if capture not in (None, "dynamo"):
+        raise ValueError("kata 2's graphs are Dynamo's: --capture dynamo, or leave it out")
+    names = [model] if model else list(SUSPECTS.SUSPECTS)
+    panels = []
+    for name in names:
+        args = SUSPECTS.example_inputs(name)
+        graphs = _graphs(getattr(SUSPECTS, name), args)
+        sides = []
+        for module in (attempt, reference):
+            def draw(module=module):
+                fixed = getattr(module, f"fixed_{name}", None)
+                if not callable(fixed):
+                    raise NotImplementedError(f"no fixed_{name}")
+                pieces = _graphs(fixed, args)
+                return _pieces(pieces, f"fixed_{name}", f"{len(pieces)} graph(s)")
+            sides.append(picture_or_failure(draw))
+        shape = (f"{len(graphs)} graph(s) as written, {len(graphs) - 1} break(s)" if graphs else
+                 "no graph as written: Dynamo gave up on the whole frame, which runs eagerly")
+        panels.append(Panel(f"{name}: {shape}", sides[0], sides[1],
+                            before=_pieces(graphs, name, f"{len(graphs)} graph(s)")))
+    return panels

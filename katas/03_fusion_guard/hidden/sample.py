@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from checker.samples import graph_lines, guarded
+from checker.samples import graph_lines, guarded, picture_or_failure
 from katas.common import capture
 from katas.common.ops import LINEAR_GELU_CALLS
 
@@ -75,3 +75,84 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
     theirs = header + _side(reference)
     mine = header + guarded(_side, attempt)
     return mine, theirs
+
+
+def _is_linear(gm, node) -> bool:
+    """A node that computes a Linear in some dialect (a picture's judgement, not the checks')."""
+    if node.op == "call_module":
+        return isinstance(gm.get_submodule(node.target), nn.Linear)
+    name = getattr(node.target, "__name__", str(node.target))
+    return node.op == "call_function" and any(word in name for word in ("linear", "addmm", "mm"))
+
+
+def _is_gelu(gm, node) -> bool:
+    if node.op == "call_module":
+        return isinstance(gm.get_submodule(node.target), nn.GELU)
+    return node.op == "call_function" and "gelu" in getattr(node.target, "__name__", str(node.target)) \
+        and "linear_gelu" not in str(node.target)
+
+
+def _producer(node):
+    """The node a GELU reads, through any reshape between them."""
+    source = node.args[0] if node.args else None
+    while source is not None and getattr(source, "op", "") == "call_function" and \
+            any(w in getattr(source.target, "__name__", "") for w in ("view", "reshape")):
+        source = source.args[0]
+    return source
+
+
+def _marks(gm, captured: bool) -> tuple[dict, dict]:
+    """(kind, note) per node name: fused nodes, GELUs the guard must leave alone (their Linear has other
+    readers) and GELUs after a Linear that reads nothing else: in the `captured` graph a safe pair, in a
+    graph after a pass one it missed."""
+    kinds, notes = {}, {}
+    for node in gm.graph.nodes:
+        if "linear_gelu" in str(node.target):
+            kinds[node.name] = "fused"
+            notes[node.name] = f"approximate={node.kwargs.get('approximate', (node.args[3:4] or ['none'])[0])}"
+        elif _is_gelu(gm, node):
+            source = _producer(node)
+            if source is not None and _is_linear(gm, source):
+                readers = len(source.users)
+                safe = "safe" if captured else "missed"
+                kinds[node.name] = kinds[source.name] = "refused" if readers > 1 else safe
+                notes[node.name] = (f"guard: {source.name} has {readers} readers" if readers > 1
+                                    else "safe pair" if captured else "safe pair, not fused")
+    return kinds, notes
+
+
+def _picture(gm, title: str, caption: str = "", *, captured: bool = False):
+    from checker.pictures import picture_of
+
+    kinds, notes = _marks(gm, captured)
+    return picture_of(gm, title, kind_of=lambda n: kinds.get(n.name, ""), note_of=lambda n: notes.get(n.name, ""),
+                      caption=caption)
+
+
+def graph_pictures(attempt, reference, *, capture=None, model=None):
+    """`make graph N=3`: the guard sample as captured (every Linear->GELU pair marked safe or not), and the
+    graph after each side's fuse_linear_gelu on a fresh capture of its own."""
+    from checker.pictures import Panel
+
+    if model not in (None, "guard_sample"):
+        raise ValueError(f"kata 3 draws one model, guard_sample, not {model!r}")
+    from katas.common import capture as capture_model
+
+    panels = []
+    for method, dialect in [(m, d) for m, d in CAPTURES if capture in (None, m)] or [(capture, "?")]:
+        before = capture_model(_model(), _inputs(), method).gm
+        sides = []
+        for module in (attempt, reference):
+            def draw(module=module):
+                gm = capture_model(_model(), _inputs(), method).gm  # a fresh capture per side: rewritten in place
+                fused = module.fuse_linear_gelu(gm)
+                return _picture(gm, f"after fuse_linear_gelu ({method})", f"fuse_linear_gelu returned {fused}")
+            sides.append(picture_or_failure(draw))
+        panels.append(Panel(f"guard_sample as a {dialect} graph ({method})", sides[0], sides[1],
+                            before=_picture(before, method, "z = fc1(x); h = gelu(z) + z; out = gelu_tanh(fc2(h))",
+                                            captured=True),
+                            notes=["safe pair: the Linear feeds only its GELU (as captured)",
+                                   "fused: the kata op replaced a Linear and its GELU",
+                                   "guard: the pair stays apart because the Linear's output has other readers",
+                                   "safe pair, not fused: the Linear feeds only its GELU, so a pass should fuse it"]))
+    return panels

@@ -6,7 +6,7 @@ every node, so that is what the columns show.
 """
 from __future__ import annotations
 
-from checker.samples import graph_lines, guarded, per_capture
+from checker.samples import graph_lines, guarded, per_capture, picture_or_failure
 
 CAPTURES = ("symbolic_trace", "dynamo", "make_fx", "export_core")  # one per dialect: module, torch, aten, core aten
 
@@ -28,3 +28,32 @@ def _verdicts(module, gm) -> list[str]:
 
 def sample_graphs(attempt, reference) -> tuple[str, str]:
     return per_capture("renamed", CAPTURES, "`renamed` model", _verdicts, attempt, reference)
+
+
+def graph_pictures(attempt, reference, *, capture=None, model=None):
+    """`make graph N=4`: the zoo model (`renamed` unless `model`) captured once per dialect (or only `capture`),
+    cut into NPU partitions by CapabilityBasedPartitioner with each side's NPUOperatorSupport: partitions framed,
+    host nodes blue, every value crossing between host and device drawn red and counted."""
+    import copy
+
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+    from checker.pictures import Panel, flattened_partitions
+    from katas.common import capture as capture_model
+    from katas.common.zoo import ZOO
+
+    name = model or "renamed"
+    zoo = ZOO[name]
+    panels = []
+    for method in [capture] if capture else CAPTURES:
+        gm = capture_model(zoo.build(), zoo.inputs(), method).gm
+        sides = []
+        for module in (attempt, reference):
+            def draw(module=module):
+                partitioner = CapabilityBasedPartitioner(copy.deepcopy(gm), module.NPUOperatorSupport(),
+                                                         allows_single_node_partition=True)
+                fused = partitioner.partition_and_fuse()
+                return flattened_partitions(fused, method, is_partition=lambda target, sub: target.startswith("fused_"))
+            sides.append(picture_or_failure(draw))
+        panels.append(Panel(f"{name} captured with {method}", sides[0], sides[1]))
+    return panels

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from checker.child import load_module
-from checker.samples import guarded
+from checker.samples import guarded, picture_or_failure
 from katas.common.npu import DEVICE, NPUFallbackWarning
 
 _HIDDEN = Path(__file__).parent
@@ -63,3 +63,24 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
     theirs = header + guarded(_report, reference)
     mine = header + guarded(_report, attempt)
     return mine, theirs
+
+
+def graph_pictures(attempt, reference, *, capture=None, model=None):
+    """`make graph N=5`: the sample's ATen graph (as aot_autograd hands it to a backend) after each side's
+    legalize_for_npu and partition_for_npu: NPU partitions framed, host ops blue, host<->device transfers red."""
+    from checker.pictures import Panel, flattened_partitions
+    from katas.common import capture as capture_model
+
+    if model not in (None, "sandwich"):
+        raise ValueError(f"kata 5 draws one model, sandwich, not {model!r}")
+    method = capture or "aot_autograd"
+    sides = []
+    for module in (attempt, reference):
+        def draw(module=module):
+            gm = capture_model(probes.build(SAMPLE.recipe), SAMPLE.inputs(), method).gm
+            legal = module.legalize_for_npu(gm)
+            parted = module.partition_for_npu(gm)
+            return flattened_partitions(parted, method, caption=f"legalize_for_npu rewrote {legal} node(s)",
+                                        is_partition=lambda target, sub: True)
+        sides.append(picture_or_failure(draw))
+    return [Panel(f"{SAMPLE.what()} as an ATen graph ({method})", sides[0], sides[1])]

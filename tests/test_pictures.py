@@ -1,0 +1,227 @@
+"""`make graph N=k` (checker/pictures.py and each kata's graph_pictures hook), looked at as a person would: the
+page's SVG holds one box per node of the graph with its name and the colour of its kind, partitions move nodes
+without losing one, a refused pair shows as refused, and a real browser draws the page in those colours.
+"""
+from __future__ import annotations
+
+import collections
+import html.parser
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from checker.diffing import run_pictures
+from checker.manifest import REPO_ROOT, get_kata, load_katas
+from checker.pictures import KIND_COLOURS, Picture, html_page
+from conftest import MUTANTS_DIR
+from katas.common import capture
+from katas.common.zoo import ZOO
+
+
+class _Svg(html.parser.HTMLParser):
+    """Every drawn node of a page: (side heading, name, kind, fill colour, texts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[dict] = []
+        self.crossing = 0
+        self._side, self._node, self._text = "", None, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "div" and "data-side" in attrs:
+            self._side = attrs["data-side"]
+        elif tag == "g" and attrs.get("class") == "node":
+            self._node = {"side": self._side, "name": attrs["data-name"], "kind": attrs["data-kind"], "texts": []}
+            self.nodes.append(self._node)
+        elif tag == "rect" and self._node is not None and "fill" in attrs:
+            self._node["fill"] = attrs["fill"]
+        elif tag == "text" and self._node is not None:
+            self._text = []
+        elif tag == "path" and "crossing" in attrs.get("class", ""):
+            self.crossing += 1
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "text" and self._text is not None and self._node is not None:
+            self._node["texts"].append("".join(self._text))
+            self._text = None
+        elif tag == "g":
+            self._node = None
+
+
+def drawn(page: str) -> _Svg:
+    parser = _Svg()
+    parser.feed(page)
+    return parser
+
+
+def pictures(number: int, attempt: Path | None = None, **options) -> list:
+    kata = get_kata(number)
+    panels = run_pictures(kata, attempt or kata.solution_path, **options)
+    assert not isinstance(panels, str), panels
+    return panels
+
+
+def kinds(picture: Picture) -> collections.Counter:
+    return collections.Counter(node.kind for node in picture.nodes)
+
+
+def test_kata_1_draws_every_node_of_each_capture_in_the_colour_of_its_dialect():
+    methods = ("export_core", "symbolic_trace")
+    panels = [pictures(1, capture=method)[0] for method in methods]
+    for panel, method in zip(panels, methods):
+        gm = capture(ZOO["mlp"].build(), ZOO["mlp"].inputs(), method).gm
+        names = [node.name for node in gm.graph.nodes]
+        assert [n.name for n in panel.reference.nodes] == names == [n.name for n in panel.attempt.nodes]
+        page = drawn(html_page("kata 1", [panel]))
+        for side, picture in (("your attempt", panel.attempt), ("reference", panel.reference)):
+            boxes = {n["name"]: n for n in page.nodes if n["side"] == side}
+            assert sorted(boxes) == sorted(names), "one box per FX node"
+            for node in picture.nodes:
+                assert boxes[node.name]["fill"] == KIND_COLOURS[node.kind]
+                assert boxes[node.name]["texts"][0] == node.name
+    export_core, module = panels[0].reference, panels[1].reference
+    assert {n.kind for n in export_core.nodes if n.label.startswith("function aten.")} == {"core_aten"}
+    assert {n.kind for n in module.nodes if n.label.startswith("call_module")} == {"module"}
+    assert {n.kind for n in module.nodes if n.label == "placeholder"} == {"io"}
+
+
+def test_kata_3_marks_the_fused_pair_and_the_pair_the_guard_refused_and_a_mutant_shows_neither():
+    reference = pictures(3, capture="symbolic_trace")[0]
+    assert kinds(reference.before)["safe"] == 2 and kinds(reference.before)["refused"] == 2
+    assert kinds(reference.reference)["fused"] == 1 and kinds(reference.reference)["refused"] == 2
+    refused = [n for n in reference.reference.nodes if n.kind == "refused" and n.note]
+    assert refused and "has 2 readers" in refused[0].note
+    mutant = pictures(3, MUTANTS_DIR / "03_fusion_guard" / "no_guard_duplicates_linear.py", capture="symbolic_trace")[0]
+    assert kinds(mutant.attempt)["fused"] == 2 and kinds(mutant.attempt)["refused"] == 0, "the unsafe pair was fused"
+    assert kinds(mutant.reference) == kinds(reference.reference)
+    page = drawn(html_page("kata 3", [mutant]))
+    assert sum(n["kind"] == "refused" for n in page.nodes if n["side"] == "reference") == 2
+    assert any("guard: fc1 has 2 readers" in text for n in page.nodes for text in n["texts"])
+
+
+def _op_targets(picture: Picture) -> collections.Counter:
+    return collections.Counter(n.label for n in picture.nodes if n.label.startswith("function aten."))
+
+
+def test_kata_4_partitions_move_nodes_onto_the_npu_without_losing_one_and_count_the_transfers():
+    panel = pictures(4, capture="make_fx")[0]
+    gm = capture(ZOO["renamed"].build(), ZOO["renamed"].inputs(), "make_fx").gm
+    from checker.pictures import target_text
+
+    ops = collections.Counter(target_text(n) for n in gm.graph.nodes if n.op == "call_function")
+    assert _op_targets(panel.reference) == +collections.Counter({k: v for k, v in ops.items() if "aten." in k})
+    picture = panel.reference
+    on_npu = {n.name for n in picture.nodes if n.kind == "npu"}
+    assert on_npu and all(n.group for n in picture.nodes if n.kind == "npu")
+    assert {n.label for n in picture.nodes if n.kind == "cpu"} == {"function aten._softmax.default"}
+    crossing = [e for e in picture.edges if (e.src in on_npu) != (e.dst in on_npu)]
+    assert picture.transfers == len(crossing) > 0, "every edge into or out of a partition, and only those"
+    assert drawn(html_page("kata 4", [panel])).crossing == 2 * picture.transfers  # both sides drawn
+    mutant = pictures(4, MUTANTS_DIR / "04_op_support" / "modules_matched_by_attribute_name.py",
+                      capture="symbolic_trace")[0]
+    assert kinds(mutant.attempt)["npu"] != kinds(mutant.reference)["npu"], "the attempt's support draws its own partitions"
+
+
+@pytest.mark.parametrize("number", [2, 5])
+def test_katas_2_and_5_draw_the_reference_and_an_unfinished_stub_says_why(number):
+    kata = get_kata(number)
+    solved = pictures(number)
+    assert all(isinstance(p.reference, Picture) and p.reference.nodes for p in solved)
+    assert all(isinstance(p.attempt, Picture) for p in solved)
+    if number == 5:
+        assert kinds(solved[0].reference)["npu"] > 0 and solved[0].reference.transfers > 0
+    else:
+        assert all(len({n.group for n in p.reference.nodes}) == 1 for p in solved), "each fix is one graph"
+    stub = pictures(number, kata.stub_path)
+    assert all(isinstance(p.attempt, str) and "not implemented" in p.attempt for p in stub), [p.attempt for p in stub]
+
+
+def test_make_graph_writes_the_page_and_prints_the_text_picture(tmp_path):
+    out = tmp_path / "kata1.html"
+    proc = subprocess.run([sys.executable, "-m", "checker", "graph", "1", "--attempt",
+                           str(get_kata(1).solution_path), "--capture", "dynamo", "--text", "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert out.is_file() and "<svg" in out.read_text() and str(out.name) in proc.stdout
+    assert "torch" in proc.stdout and "placeholder" in proc.stdout, proc.stdout
+    wrong = subprocess.run([sys.executable, "-m", "checker", "graph", "1", "--model", "no_such_model"],
+                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert wrong.returncode == 2 and "no_such_model" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+# --- in a real browser -------------------------------------------------------------------------------------
+
+def _browser() -> str | None:
+    return next((found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None)
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[tuple[int, ...]]]:
+    """Width, height and RGB pixels of an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks, header = 8, [], None
+    while pos < len(data):
+        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0, header
+    channels = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(b"".join(chunks)), width * channels
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
+        rows.append(line)
+        previous = line
+    pixels = [tuple(row[x * channels:x * channels + 3]) for row in rows for x in range(width)]
+    return width, height, pixels
+
+
+def test_a_browser_draws_the_page_in_the_colours_of_the_nodes(tmp_path):
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no Chromium here: `make test` installs Debian's `chromium` where apt-get can (as root); "
+                    "install it to run this test")
+    panel = pictures(4, capture="make_fx")
+    page = tmp_path / "kata4.html"
+    page.write_text(html_page("kata 4", panel), encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--window-size=1200,900", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "HOME": str(tmp_path)})
+    assert shot.is_file(), proc.stderr[-800:]
+    width, height, pixels = png_pixels(shot.read_bytes())
+    assert (width, height) == (1200, 900)
+    colours = collections.Counter(pixels)
+    assert colours[(255, 255, 255)] < 0.97 * len(pixels), "the page is blank"
+    npu = tuple(int(KIND_COLOURS["npu"][i:i + 2], 16) for i in (1, 3, 5))
+    cpu = tuple(int(KIND_COLOURS["cpu"][i:i + 2], 16) for i in (1, 3, 5))
+    assert colours[npu] > 2000 and colours[cpu] > 500, "the NPU and CPU boxes are not drawn in their colours"
