@@ -364,8 +364,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
                 print(f" {label}: " + text_of(side).replace("\n", "\n   "))
             elif isinstance(side, Picture):
                 marked = sum(1 for n in side.nodes if n.note)
-                print(f"  {label:<13} {len(side.nodes)} nodes, {side.transfers} transfer(s)"
-                      + (f", {marked} marked" if marked else "") + (f"; {side.caption}" if side.caption else ""))
+                on_npu = sum(1 for n in side.nodes if n.kind == "npu")
+                where = f", {on_npu} on the NPU, {side.transfers} host<->device transfer(s)" if on_npu else ""
+                print(f"  {label:<13} {len(side.nodes)} nodes{where}" + (f", {marked} marked" if marked else "")
+                      + (f"; {side.caption}" if side.caption else ""))
             else:
                 print(f"  {label:<13} {side}")
     print(f"\nPictures: {display_path(out)} (open it in a browser){'' if args.text else '; --text prints them here'}")

@@ -33,30 +33,37 @@ def find_hook(hook_files: list[Path], name: str = "sample_graphs"):
     return None
 
 
-def _pictures(args, events: _Events, sink: io.StringIO) -> int:
-    """`--pictures`: the kata's graph_pictures(attempt, reference, capture=, model=) as plain data."""
-    from checker.pictures import panels_to_data
-
+def _load(args, sink: io.StringIO, hook_name: str):
+    """(reference, the kata's hook or None, attempt or None, why the attempt could not be imported), the
+    reference first and everything they print kept out of the results."""
     with redirect_stdout(sink), redirect_stderr(sink):
         import torch  # noqa: F401
 
         reference = load_module(args.reference, f"reference_{args.module_name}")
-        hook = find_hook(args.hook, "graph_pictures")
+        hook = find_hook(args.hook, hook_name)
+    if hook is None:
+        return reference, None, None, ""
+    try:
+        with redirect_stdout(sink), redirect_stderr(sink):
+            return reference, hook, load_module(args.attempt.resolve(), args.module_name), ""
+    except BaseException as exc:  # noqa: BLE001 - any import failure, SystemExit included
+        return reference, hook, None, f"could not import your file: {_first_line(exc)}"
+
+
+def _pictures(args, events: _Events, sink: io.StringIO) -> int:
+    """`--pictures`: the kata's graph_pictures(attempt, reference, capture=, model=) as plain data."""
+    from checker.pictures import panels_to_data
+
+    reference, hook, attempt, failed = _load(args, sink, "graph_pictures")
     if hook is None:
         events.emit(event="none")
         return 0
-    try:
-        with redirect_stdout(sink), redirect_stderr(sink):
-            attempt = load_module(args.attempt.resolve(), args.module_name)
-    except BaseException as exc:  # noqa: BLE001 - any import failure, SystemExit included
-        attempt, failed = reference, f"could not import your file: {_first_line(exc)}"
-    else:
-        failed = ""
+    attempt = attempt or reference  # drawn, then replaced by why it could not be imported
     try:
         with redirect_stdout(sink), redirect_stderr(sink):
             panels = hook(attempt, reference, capture=args.capture, model=args.model)
     except (KeyError, ValueError) as exc:  # a model or capture the kata does not draw
-        events.emit(event="pictures", error=f"cannot draw that: {_first_line(exc)}")
+        events.emit(event="pictures", error=f"cannot draw that: {exc}")
         return 0
     if failed:
         for panel in panels:
@@ -83,21 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     sink = io.StringIO()
     if args.pictures:
         return _pictures(args, events, sink)
-    with redirect_stdout(sink), redirect_stderr(sink):
-        import torch  # noqa: F401
-
-        reference = load_module(args.reference, f"reference_{args.module_name}")
-        hook = find_hook(args.hook)
+    reference, hook, attempt, failed = _load(args, sink, "sample_graphs")
     if hook is None:
         events.emit(event="none")
         return 0
-    try:
-        with redirect_stdout(sink), redirect_stderr(sink):
-            attempt = load_module(args.attempt.resolve(), args.module_name)
-    except BaseException as exc:  # noqa: BLE001 - any import failure, SystemExit included
+    if attempt is None:
         with redirect_stdout(sink), redirect_stderr(sink):
             _, ref_side = hook(reference, reference)
-        events.emit(event="sample", attempt=f"could not import your file: {_first_line(exc)}", reference=ref_side)
+        events.emit(event="sample", attempt=failed, reference=ref_side)
         return 0
     try:
         with redirect_stdout(sink), redirect_stderr(sink):

@@ -139,7 +139,7 @@ def test_a_private_server_ends_with_its_owner_and_a_dead_one_means_a_cold_start(
 
 def test_time_limits_crashes_and_a_client_that_leaves_end_the_run_and_its_processes(warm_launcher, tmp_path):
     looping = run_kata(get_kata(1), ATTEMPTS_DIR / "infinite_loop.py", only=("graph_without_ops_is_torch",),
-                       time_limit=8, launcher=warm_launcher)
+                       time_limit=4, launcher=warm_launcher)
     assert (looping.status, looping.start) == ("timeout", "warm"), looping.message
     crashed = run_kata(get_kata(1), ATTEMPTS_DIR / "segfault.py", only=("graph_without_ops_is_torch",),
                        launcher=warm_launcher)

@@ -42,6 +42,8 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
     from katas.common.capture import CAPTURE_DIALECT
     from katas.common.zoo import ZOO
 
+    if model is not None and model not in ZOO:
+        raise ValueError(f"no sample model {model!r}; the zoo has {', '.join(sorted(ZOO))}")
     zoo = ZOO[model or "mlp"]
     panels = []
     for method in [capture] if capture else CAPTURES:
