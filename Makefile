@@ -3,7 +3,7 @@
 #   make watch N=1     re-run kata 1's checks on every save  make progress      every kata, one table
 #   make reset N=1     back up your attempt, restore the stub; make restore [N=1 BACKUP=<name>] lists/puts back
 #   make diff N=1      your attempt next to the reference    make grade DIR=<folder of learners>  (mentors)
-#   make graph N=1     pictures of kata 1's graphs (HTML)     
+#   make graph N=1     pictures of kata 1's graphs (HTML)    make gradescope    autograder.zip for Gradescope (mentors)
 #   make test          the repository's self-tests (what CI runs)   make bench   feedback-loop timings
 #   make mutate N=3    kata authors: mutation testing of kata 3's checks, rewrites its hidden/mutation.toml
 #                      (no N: every kata, one after another; ARGS="--mutant ID" explains one mutant)
@@ -17,7 +17,7 @@ N ?= 1
 # `make restore` lists every kata's backups, and `make reset` refuses to guess which kata to reset.
 GIVEN_N = $(if $(filter file default undefined,$(origin N)),,$(N))
 
-.PHONY: setup kata test list clean-venv hint watch reset restore progress diff graph grade bench mutate
+.PHONY: setup kata test list clean-venv hint watch reset restore progress diff graph grade gradescope gradescope-check bench mutate
 
 setup: $(STAMP)
 
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "fx-katas: creating $(VENV) (first run only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "fx-katas: installing torch==2.13.0 and the checker into $(VENV) (about a minute, first run only)"
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
+	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray, grandalf, jsonschema" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
 	@touch $(STAMP)
 
 # The last lines of the output say pass/fail; make's own "Error 1" line would read like a crash to a newcomer,
@@ -56,6 +56,13 @@ diff: $(STAMP)
 
 graph: $(STAMP)
 	@$(PY) -m checker graph $(N) $(ARGS) || true
+
+gradescope: $(STAMP)
+	@$(PY) -m checker gradescope-bundle $(ARGS)
+
+# The Gradescope autograder end to end (setup.sh installs torch in a new venv: slow); writes tests/gradescope/e2e.json
+gradescope-check: $(STAMP)
+	@$(PY) tests/gradescope_e2e.py
 
 grade: $(STAMP)
 	@$(PY) -m checker grade $(DIR) $(ARGS)

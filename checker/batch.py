@@ -32,6 +32,7 @@ class Task:
     kata: Kata
     attempt: Path | None  # None: the learner has no file for this kata
     label: str = ""       # who the attempt belongs to (grade), for progress lines
+    time_limit: float | None = None  # this attempt's, instead of the batch's (an autograder's per-kata limit)
 
 
 def probe_plans(katas: list[Kata]) -> dict[str, list | str]:
@@ -111,7 +112,7 @@ def score_all(
 
     def run(i: int) -> Callable[[], KataResult]:
         task = tasks[i]
-        return lambda: run_kata(task.kata, task.attempt, seed=seed, profile=profile, time_limit=time_limit,
+        return lambda: run_kata(task.kata, task.attempt, seed=seed, profile=profile, time_limit=task.time_limit or time_limit,
                                 hidden_root=hidden_root, launcher=launcher)
 
     need_plans = sorted({tasks[i].kata for i in waiting}, key=lambda k: k.number)

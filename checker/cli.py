@@ -134,6 +134,25 @@ def build_parser() -> argparse.ArgumentParser:
     warm = sub.add_parser("warm", help="the warm server that starts your runs in a fraction of a second: status, stop, start")
     warm.add_argument("action", nargs="?", choices=("status", "stop", "start"), default="status")
 
+    bundle = sub.add_parser("gradescope-bundle", help="mentors: write autograder.zip for Gradescope (`make gradescope`)")
+    bundle.add_argument("--kata", type=int, action="append", default=[], metavar="N",
+                        help="a kata the assignment grades (repeatable; default: every kata)")
+    bundle.add_argument("--time-limit", action="append", default=[], metavar="N=SECONDS",
+                        help="kata N's time limit on Gradescope (repeatable; default: the kata's own)")
+    bundle.add_argument("--visibility", default="visible", choices=("hidden", "after_due_date", "after_published", "visible"),
+                        help="when learners see the results (default: visible)")
+    bundle.add_argument("--check-visibility", action="append", default=[], metavar="N/CHECK_ID=VISIBILITY",
+                        help="one check's own visibility, e.g. 3/random_mlps_as_torch_graphs=after_due_date (repeatable)")
+    bundle.add_argument("--no-counterexamples", action="store_true",
+                        help="do not show the shrunk random model of a failing random-example check")
+    bundle.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (autograder.zip)")
+
+    classroom = sub.add_parser("classroom-template", help="mentors: GitHub Classroom autograding files, one test per check")
+    classroom.add_argument("--kata", type=int, action="append", default=[], metavar="N",
+                           help="a kata the assignment grades (repeatable; default: every kata)")
+    classroom.add_argument("--out", type=Path, default=Path("classroom-template"),
+                           help="folder to write .github/... into (default: classroom-template/)")
+
     mutate = sub.add_parser("mutate", help="kata authors: mutation testing of a kata's hidden checks (`make mutate N=k`)")
     mutate.add_argument("number", type=int, nargs="?", help="kata number (omit for every kata, one after another)")
     mutate.add_argument("--jobs", "-j", type=_jobs, default=None, help="mutants run at once (default: CPU cores)")
@@ -374,6 +393,70 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
+    from checker.gradescope import AutograderConfig, BundleError, build_bundle
+
+    known = {k.number: k for k in load_katas()}
+    try:
+        limits = {}
+        for item in args.time_limit:
+            number, _, seconds = item.partition("=")
+            limits[str(int(number))] = float(seconds)
+        visibility = dict(item.split("=", 1) for item in args.check_visibility)
+    except ValueError:
+        raise UsageError("--time-limit takes N=SECONDS and --check-visibility N/CHECK_ID=VISIBILITY") from None
+    config = AutograderConfig(katas=list(dict.fromkeys(args.kata)) or sorted(known), time_limits=limits,
+                              visibility=args.visibility, check_visibility=visibility,
+                              counterexamples=not args.no_counterexamples)
+    try:
+        config.validate(known)
+        _check_ids_exist(config, known)
+    except BundleError as exc:
+        raise UsageError(str(exc)) from None
+    out = build_bundle(args.out, config)
+    size = out.stat().st_size / 1e6
+    print(f"wrote {display_path(out)} ({size:.1f} MB): katas {', '.join(map(str, config.katas))}, results "
+          f"{config.visibility}{', counterexamples hidden' if not config.counterexamples else ''}.\n"
+          f"Upload it as the assignment's autograder (Configure Autograder → Zip file upload). Learners submit their "
+          f"kata file(s), their kata folders, or a zip of their clone.")
+    return 0
+
+
+def _check_ids_exist(config, known) -> None:
+    """Every --check-visibility names a check the kata has (read from its hidden checks, nothing run)."""
+    from checker.batch import probe_plans
+    from checker.gradescope import BundleError
+
+    wanted: dict[int, set[str]] = {}
+    for key in config.check_visibility:
+        number, _, check = key.partition("/")
+        if not number.isdigit() or int(number) not in config.katas or not check:
+            raise BundleError(f"--check-visibility {key}=…: expected N/CHECK_ID with N one of the bundle's katas")
+        wanted.setdefault(int(number), set()).add(check)
+    if not wanted:
+        return
+    plans = probe_plans([known[n] for n in wanted])
+    for number, checks in wanted.items():
+        plan = plans.get(known[number].slug)
+        ids = {row[0] for row in plan} if isinstance(plan, list) else set()
+        if checks - ids:
+            raise BundleError(f"kata {number} has no check {sorted(checks - ids)[0]!r} (see its ids with "
+                              f"`python -m checker kata {number} --json`)")
+
+
+def cmd_classroom_template(args: argparse.Namespace) -> int:
+    from checker.classroom import write_template
+
+    katas = [get_kata(n) for n in dict.fromkeys(args.kata)] or list(load_katas())
+    try:
+        paths = write_template(args.out, katas)
+    except RuntimeError as exc:
+        raise UsageError(f"could not read the checks: {exc}") from None
+    print("wrote " + " and ".join(display_path(p) for p in paths) + ".\nCopy the .github folder into the assignment's "
+          "template repository; each push is then graded, one Classroom test per check, worth the check's points.")
+    return 0
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     from checker.grade import GradeError, grade
 
@@ -436,6 +519,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
 
 COMMANDS = {"kata": cmd_kata, "list": cmd_list, "hint": cmd_hint, "reset": cmd_reset, "restore": cmd_restore,
             "watch": cmd_watch, "all": cmd_all, "progress": cmd_all, "diff": cmd_diff, "grade": cmd_grade, "mutate": cmd_mutate, "graph": cmd_graph,
+            "gradescope-bundle": cmd_gradescope_bundle, "classroom-template": cmd_classroom_template,
             "warm": cmd_warm}
 
 

@@ -10,6 +10,10 @@ Writes to OUT (default: DIR's sibling `<DIR>-grades/`):
   gradebook.csv                  learner, one score column per kata, total, max_total, one status column per kata
   <learner>.json                 every kata's result with every check (schema_version 1)
   results.json (--gradescope)    Gradescope's format; one per learner in gradescope/<learner>/ when grading many
+  reviews/<learner>.md           for a mentor: each kata's status, hints used, time to pass and the learner's
+                                 source diffed against the reference (the gradebook's `review` column links it)
+
+Hints used and time to pass come from the learner's `.kata-progress.json` when the folder holds one.
 """
 from __future__ import annotations
 
@@ -75,7 +79,62 @@ def _kata_max(results: dict[tuple[str, str], KataResult], katas: list[Kata]) -> 
     return {k.slug: max((r.max_score for (_, slug), r in results.items() if slug == k.slug), default=0) for k in katas}
 
 
-def gradescope_json(results: list[KataResult], katas: list[Kata], maxima: dict[str, int]) -> dict:
+def learner_progress(learner: Learner) -> dict:
+    """The learner's `.kata-progress.json` (hints taken, first run, when it passed), if their folder holds one."""
+    for candidate in (learner.folder / ".kata-progress.json", learner.folder.parent / ".kata-progress.json"):
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("katas"), dict):
+            return data["katas"]
+    return {}
+
+
+def kata_facts(progress: dict, kata: Kata) -> dict:
+    """Hints used and time from first run to pass for one kata, as strings ("" when unknown)."""
+    from datetime import datetime
+
+    record = progress.get(kata.slug, {}) if isinstance(progress.get(kata.slug), dict) else {}
+    hints = record.get("hints_used")
+    took = ""
+    try:
+        seconds = (datetime.fromisoformat(record["passed_at"]) - datetime.fromisoformat(record["first_run"])).total_seconds()
+        took = f"{int(seconds // 3600)}h {int(seconds % 3600 // 60):02d}m" if seconds >= 3600 else f"{int(seconds // 60)}m"
+    except (KeyError, TypeError, ValueError):
+        pass
+    return {"hints": str(hints) if isinstance(hints, int) else "", "time_to_pass": took}
+
+
+def write_review(learner: Learner, katas: list[Kata], results: dict, maxima: dict[str, int], progress: dict,
+                 folder: Path) -> Path:
+    """reviews/<learner>.md: per kata, the verdict, hints, time to pass, and the learner's source against the
+    reference (what `make diff` shows, without colour), for a mentor reading one learner's work."""
+    from checker.diffing import source_diff
+
+    lines = [f"# {learner.name}", ""]
+    for kata in katas:
+        result = results[(learner.name, kata.slug)]
+        facts = kata_facts(progress, kata)
+        lines += [f"## Kata {kata.number} · {kata.title}", "",
+                  f"{result.status.replace('_', ' ')}, {result.score}/{maxima[kata.slug]}"
+                  + (f"; hints used: {facts['hints']}" if facts["hints"] else "")
+                  + (f"; time to pass: {facts['time_to_pass']}" if facts["time_to_pass"] else ""), ""]
+        failing = [c for c in result.checks if c.status not in ("pass", "not_run", "not_implemented")]
+        lines += [f"- {c.name}: {c.message.strip().splitlines()[0] if c.message.strip() else c.status}" for c in failing[:8]]
+        attempt = Path(result.attempt) if result.attempt else None
+        if attempt is not None and attempt.is_file():
+            lines += ["", "```diff", source_diff(attempt, kata.solution_path, colour=False), "```", ""]
+        else:
+            lines += ["", "(no file handed in)", ""]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{learner.name}.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def gradescope_json(results: list[KataResult], katas: list[Kata], maxima: dict[str, int],
+                    facts: list[dict] | None = None) -> dict:
     """Gradescope's results.json: one test per check that ran, one per kata for katas that did not run."""
     tests = []
     for kata, result in zip(katas, results):
@@ -98,13 +157,13 @@ def gradescope_json(results: list[KataResult], katas: list[Kata], maxima: dict[s
             tests.append({"name": f"Kata {kata.number} · {kata.title}", "score": 0,
                           "max_score": maxima[kata.slug], "output": output, "status": FAILED})
     score = sum(r.score for r in results)
-    top = sum(maxima[k.slug] for k in katas)
     lines = []
-    for k, r in zip(katas, results):
-        lines.append(f"Kata {k.number} ({k.title}): {r.status.replace('_', ' ')}, {r.score}/{maxima[k.slug]}")
+    for k, r, fact in zip(katas, results, facts or [{}] * len(katas)):
+        hints = f" (hints used: {fact['hints']})" if fact.get("hints") else ""
+        lines.append(f"Kata {k.number} ({k.title}): {r.status.replace('_', ' ')}, {r.score}/{maxima[k.slug]}{hints}")
         if r.message and r.status in ("error", "timeout"):
             lines.append("  " + r.message.strip().splitlines()[0])
-    return {"score": score, "max_score": top, "output": "\n".join(lines), "tests": tests}
+    return {"score": score, "output": "\n".join(lines), "tests": tests}  # the maximum: the tests' max_score summed
 
 
 def learner_json(learner: Learner, results: list[KataResult], katas: list[Kata], maxima: dict[str, int]) -> dict:
@@ -149,7 +208,7 @@ def working_copy(learner: Learner, into: Path, flat_ok: dict[str, bool]) -> Path
 
 def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope: bool = False,
           jobs: int | None = None, time_limit: float | None = None, seed: int, profile: str | None,
-          quiet: bool = False) -> str:
+          quiet: bool = False, time_limits: dict[int, float] | None = None, single: bool | None = None) -> str:
     """Grade every learner under `root`; writes the files and returns the summary to print.
 
     Before any attempt runs, every learner's files are copied into a private working copy and the hidden
@@ -160,7 +219,8 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
     from checker.runner import snapshot_hidden
 
     out = out or root.resolve().parent / f"{root.resolve().name}-grades"
-    learners, single = find_learners(root, katas, out)
+    learners, found_single = find_learners(root, katas, out)
+    single = found_single if single is None else single
     every_module = [k.module for k in load_katas()]
     flat_ok = {k.slug: every_module.count(k.module) == 1 for k in load_katas()}
     originals = {(lr.name, k.slug): attempt_path(lr, k, flat_ok[k.slug]) for lr in learners for k in katas}
@@ -172,7 +232,8 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
         copies = {lr.name: working_copy(lr, Path(work) / "learners" / f"{i:04d}", flat_ok)
                   for i, lr in enumerate(learners)}
         tasks = [Task(k, copies[lr.name] / k.slug / k.module if originals[(lr.name, k.slug)].is_file()
-                      else originals[(lr.name, k.slug)], lr.name) for lr in learners for k in katas]
+                      else originals[(lr.name, k.slug)], lr.name, (time_limits or {}).get(k.number))
+                 for lr in learners for k in katas]
         # A warm server only this process can reach, started before any attempt runs (checker/warm.py). Its
         # warm-up costs about one cold start, so it pays off from a handful of attempts on.
         runs = sum(1 for task in tasks if task.attempt is not None and task.attempt.is_file())
@@ -186,12 +247,18 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
     maxima = _kata_max(results, katas)
     out.mkdir(parents=True, exist_ok=True)
     top = sum(maxima[k.slug] for k in katas)
+    progress = {lr.name: learner_progress(lr) for lr in learners}
+    reviews = {lr.name: write_review(lr, katas, results, maxima, progress[lr.name], out / "reviews") for lr in learners}
     with open(out / "gradebook.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["learner", *(k.slug for k in katas), "total", "max_total", *(f"{k.slug} status" for k in katas)])
+        writer.writerow(["learner", *(k.slug for k in katas), "total", "max_total", *(f"{k.slug} status" for k in katas),
+                         *(f"{k.slug} hints" for k in katas), *(f"{k.slug} time to pass" for k in katas), "review"])
         for lr in learners:
             row = [results[(lr.name, k.slug)] for k in katas]
-            writer.writerow([lr.name, *(r.score for r in row), sum(r.score for r in row), top, *(r.status for r in row)])
+            facts = [kata_facts(progress[lr.name], k) for k in katas]
+            writer.writerow([lr.name, *(r.score for r in row), sum(r.score for r in row), top, *(r.status for r in row),
+                             *(f["hints"] for f in facts), *(f["time_to_pass"] for f in facts),
+                             reviews[lr.name].relative_to(out).as_posix()])
     written = [out / "gradebook.csv"]
     for lr in learners:
         row = [results[(lr.name, k.slug)] for k in katas]
@@ -201,7 +268,8 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
         if gradescope:
             target = out / "results.json" if single else out / "gradescope" / lr.name / "results.json"
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(gradescope_json(row, katas, maxima), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            data = gradescope_json(row, katas, maxima, [kata_facts(progress[lr.name], k) for k in katas])
+            target.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             written.append(target)
     return _summary(learners, katas, results, maxima, out, written)
 

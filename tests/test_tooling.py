@@ -428,11 +428,37 @@ def test_grade_survives_hanging_and_crashing_attempts(repo, tmp_path):
     assert ben["learner"] == "ben" and ben["katas"][0]["status"] == "timeout" and ben["max_score"] == 5
     assert "SIGSEGV" in json.loads((out / "cai.json").read_text())["katas"][0]["message"]
     gradescope = json.loads((out / "gradescope" / "ana" / "results.json").read_text())
-    assert gradescope["score"] == 5 and gradescope["max_score"] == 5
+    assert gradescope["score"] == 5 and sum(t["max_score"] for t in gradescope["tests"]) == 5
     assert {t["status"] for t in gradescope["tests"]} == {"passed"}
     assert set(gradescope["tests"][0]) == {"name", "score", "max_score", "output", "status"}
     missing = json.loads((out / "gradescope" / "eli" / "results.json").read_text())
     assert missing["score"] == 0 and missing["tests"][0]["status"] == "failed"
+    import jsonschema
+
+    from checker.gradescope import SCHEMA_PATH
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    for results in (out / "gradescope").glob("*/results.json"):  # Gradescope's documented format, every one
+        jsonschema.validate(json.loads(results.read_text()), schema)
+
+
+def test_grade_reports_hints_and_time_to_pass_and_links_each_learners_review(repo, tmp_path):
+    subs = tmp_path / "submissions"
+    _write(subs / "ana" / TOY_SLUG / "toy.py", TOY_SOLUTION)
+    _write(subs / "ana" / ".kata-progress.json", json.dumps({"version": 1, "katas": {TOY_SLUG: {
+        "hints_used": 2, "first_run": "2026-12-01T10:00:00+00:00", "passed_at": "2026-12-01T11:05:00+00:00"}}}))
+    _write(subs / "ben" / TOY_SLUG / "toy.py", TOY_SOLUTION.replace('"torch"', '"aten"'))
+    out = tmp_path / "grades"
+    proc = repo.run("grade", str(subs), "--out", str(out), "--kata", str(TOY), "--gradescope")
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["learner"]: row for row in csv.DictReader(open(out / "gradebook.csv", encoding="utf-8"))}
+    assert (rows["ana"][f"{TOY_SLUG} hints"], rows["ana"][f"{TOY_SLUG} time to pass"]) == ("2", "1h 05m")
+    assert (rows["ben"][f"{TOY_SLUG} hints"], rows["ben"][f"{TOY_SLUG} time to pass"]) == ("", "")
+    review = (out / rows["ben"]["review"]).read_text()
+    assert "fail, 2/5" in review and "detect_dialect(None) returned 'aten'" in review
+    assert '-    return "aten"' in review and '+    return "torch"' in review, "the learner's source against the reference"
+    assert "hints used: 2" in (out / rows["ana"]["review"]).read_text()
+    assert "(hints used: 2)" in json.loads((out / "gradescope" / "ana" / "results.json").read_text())["output"]
 
 
 def test_grade_of_one_submission_folder_writes_results_json_at_the_top(repo, tmp_path):
