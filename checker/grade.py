@@ -159,8 +159,10 @@ def gradescope_json(results: list[KataResult], katas: list[Kata], maxima: dict[s
     score = sum(r.score for r in results)
     lines = []
     for k, r, fact in zip(katas, results, facts or [{}] * len(katas)):
-        hints = f" (hints used: {fact['hints']})" if fact.get("hints") else ""
-        lines.append(f"Kata {k.number} ({k.title}): {r.status.replace('_', ' ')}, {r.score}/{maxima[k.slug]}{hints}")
+        known = [f"hints used: {fact['hints']}"] if fact.get("hints") else []
+        known += [f"time to pass: {fact['time_to_pass']}"] if fact.get("time_to_pass") else []
+        extra = f" ({'; '.join(known)})" if known else ""
+        lines.append(f"Kata {k.number} ({k.title}): {r.status.replace('_', ' ')}, {r.score}/{maxima[k.slug]}{extra}")
         if r.message and r.status in ("error", "timeout"):
             lines.append("  " + r.message.strip().splitlines()[0])
     return {"score": score, "output": "\n".join(lines), "tests": tests}  # the maximum: the tests' max_score summed

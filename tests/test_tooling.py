@@ -458,7 +458,7 @@ def test_grade_reports_hints_and_time_to_pass_and_links_each_learners_review(rep
     assert "fail, 2/5" in review and "detect_dialect(None) returned 'aten'" in review
     assert '-    return "aten"' in review and '+    return "torch"' in review, "the learner's source against the reference"
     assert "hints used: 2" in (out / rows["ana"]["review"]).read_text()
-    assert "(hints used: 2)" in json.loads((out / "gradescope" / "ana" / "results.json").read_text())["output"]
+    assert "(hints used: 2; time to pass: 1h 05m)" in json.loads((out / "gradescope" / "ana" / "results.json").read_text())["output"]
 
 
 def test_grade_of_one_submission_folder_writes_results_json_at_the_top(repo, tmp_path):
