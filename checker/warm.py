@@ -355,6 +355,7 @@ class Server:
         if pid == 0:
             code = 1
             try:
+                conn.close()  # the client's connection stays with the server
                 self._become_checks_process(request, results_fd, output_fd)
             finally:
                 os._exit(code)
