@@ -11,13 +11,13 @@ import functools
 import importlib.util
 import operator
 import re
-import sys
 from pathlib import Path
 
 import torch
 import torch.fx
 from hypothesis import strategies as st
 
+from checker.child import load_module
 from checker.kit import Checks, Context, CheckFailed, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES
@@ -31,24 +31,7 @@ aten = torch.ops.aten
 HIGH_LEVELS = ("module", "torch")  # the dialects of module- and torch-level nodes; "aten", "core_aten" are aten-level
 
 
-def _load_probes():
-    """hidden/probes.py (kata folders are not packages): the questions asked where the attempt's code runs."""
-    name = "kata01_dialects_probes"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("probes.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-probes = _load_probes()
-
-
-def run_probe(ctx: Context, fn, *args):
-    """`fn(attempt, *args)` where the attempt's code runs (ctx.probe), or here when the checker has no worker."""
-    probe = getattr(ctx, "probe", None)
-    return probe(fn, *args) if probe is not None else fn(ctx.attempt, *args)
+probes = load_module(Path(__file__).with_name("probes.py"), "kata01_dialects_probes")  # asked where the attempt runs
 
 
 def value(dialect) -> str | None:
@@ -302,7 +285,7 @@ def custom_ops_are_neutral(ctx):
                 "it is still a custom op")
     gm = probes.build_graph("profiled", "make_fx")  # its profiler nodes hold objects that cannot be copied across
     node = find_node(gm, lambda n: getattr(n.target, "namespace", None) == "profiler", "profiler op")
-    answers = run_probe(ctx, probes.probe_graph, "profiled", "make_fx", [node.name])
+    answers = ctx.probe(probes.probe_graph, "profiled", "make_fx", [node.name])
     expect_answer(answers["nodes"][node.name], None, f"node_dialect({node_text(node)})",
                   "torch.profiler.record_function records operators of the `profiler` namespace: not aten, so custom "
                   "ops like kata.linear_gelu", gm)
@@ -480,7 +463,7 @@ def dialect_is_about_content_not_tool(ctx):
     gm = make_fx(fused)(torch.randn(2, 4), torch.randn(3, 4), torch.randn(3))
     expect_graph(ctx, gm, "core_aten", "make_fx of relu(kata.linear_gelu(x, w, b))",
                  "the only aten op, relu, is core; the custom op kata.linear_gelu is neutral")
-    answers = run_probe(ctx, probes.probe_graph, "profiled", "make_fx", [])
+    answers = ctx.probe(probes.probe_graph, "profiled", "make_fx", [])
     expect_answer(answers["graph"], "core_aten", "detect_dialect on make_fx of the `profiled` model",
                   "relu and mul are core; the profiler's record_function ops are custom ops (namespace `profiler`)",
                   probes.build_graph("profiled", "make_fx"))
@@ -529,7 +512,7 @@ def export_module_guards_fn_is_neutral(ctx):
     "ep.module()'s _guards_fn call_module is neutral"
     gm = probes.build_graph("mlp", "ep.module")  # ep.module() cannot be copied across: the probe builds its own
     guards = find_node(gm, lambda n: n.op == "call_module" and n.target == "_guards_fn", "_guards_fn node")
-    answers = run_probe(ctx, probes.probe_graph, "mlp", "ep.module", [guards.name])
+    answers = ctx.probe(probes.probe_graph, "mlp", "ep.module", [guards.name])
     expect_answer(answers["nodes"][guards.name], None, f"node_dialect({node_text(guards)})",
                   "export's unlifted module calls _guards_fn to check inputs: bookkeeping, not the model", gm)
     expect_answer(answers["graph"], "aten", "detect_dialect on torch.export.export(mlp).module()",
@@ -569,7 +552,7 @@ def mixed_levels_across_subgraphs_raise_mixed(ctx):
 @CHECKS.check(stage="edge_cases", weight=2)
 def answers_for_the_graph_as_it_is_now(ctx):
     "after a pass rewrites a graph in place, the answers follow the new graph"
-    answers = run_probe(ctx, probes.probe_rewrite_in_place, "mlp")
+    answers = ctx.probe(probes.probe_rewrite_in_place, "mlp")
     before = probes.build_graph("mlp", "make_fx")
     node = answers["node"]
     expect_answer(answers["before"]["node"], "aten", f"node_dialect({node} (call_function aten.t.default))",

@@ -36,12 +36,6 @@ ANNOTATED_FILES = (HIDDEN_DIR / "suspects_hidden.py", HIDDEN_DIR / "helpers_hidd
 SOURCE = {path: path.read_text(encoding="utf-8").splitlines() for path in ANNOTATED_FILES}
 
 
-def run_probe(ctx, fn: Callable, *args: Any) -> Any:
-    """`fn(attempt, *args)` where the attempt's code runs (ctx.probe), or here when the checker has no worker."""
-    probe = getattr(ctx, "probe", None)
-    return probe(fn, *args) if probe is not None else fn(ctx.attempt, *args)
-
-
 # --- the hand-written truth ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -117,7 +111,7 @@ def run_finder(ctx, case_name: str, before: str = "reset") -> list[Found]:
     """The attempt's answer for one hidden case, checked for shape (a list of GraphBreak-like records).
     before: see probes.probe_find ("reset": each check sees the finder on its own)."""
     case = HIDDEN.CASES[case_name]
-    got = run_probe(ctx, probes.probe_find, case_name, before)
+    got = ctx.probe(probes.probe_find, case_name, before)
     call = call_text(case)
     expect(got["type"] == "list", f"{call} returned {got['type']}; expected a list of GraphBreak")
     found = []
@@ -352,7 +346,7 @@ HOW_TO_RESTORE = (
 
 
 def expect_logging_kept(ctx, scenario: str, intro: str, advice: str = "") -> dict:
-    seen = run_probe(ctx, probes.probe_logging, scenario)
+    seen = ctx.probe(probes.probe_logging, scenario)
     changes = logging_changes(seen["before"], seen["after"])
     if changes:
         shown = "\n".join(f"  - {c}" for c in changes[:3])
@@ -417,7 +411,7 @@ def clone(args: tuple) -> tuple:
 def expect_fix_exists(ctx, name: str, args: tuple) -> None:
     """fixed_<name> exists, is not torch.compiler.disable'd, and runs in eager (so an unfinished or crashing
     fix reads as such, at the attempt's own line)."""
-    seen = run_probe(ctx, probes.probe_fix, name, clone(args), "eager")
+    seen = ctx.probe(probes.probe_fix, name, clone(args), "eager")
     expect(not seen["missing"], f"hunt.py has no function fixed_{name}; write it (same arguments as suspects.{name}).")
     expect(not seen["disabled"],
            f"fixed_{name} is wrapped in torch.compiler.disable, which tells Dynamo to run it in eager, outside any "
@@ -428,7 +422,7 @@ def expect_fix_exists(ctx, name: str, args: tuple) -> None:
 def compile_one_graph(ctx, name: str, args: tuple, shown: str) -> Any:
     """torch.compile(fixed, fullgraph=True) gives one graph that ran and holds visible ops; returns its output."""
     call = f"torch.compile(fixed_{name}, fullgraph=True)({shown})"
-    seen = run_probe(ctx, probes.probe_fix, name, clone(args), "fullgraph")
+    seen = ctx.probe(probes.probe_fix, name, clone(args), "fullgraph")
     error = seen["error"]
     if error is not None:
         raise CheckFailed(f"{call} raised {error['type']}{error['where']}: {error['first_line']}\n"
@@ -447,7 +441,7 @@ def compile_one_graph(ctx, name: str, args: tuple, shown: str) -> Any:
 
 
 def expect_no_break_without_fullgraph(ctx, name: str, args: tuple, shown: str) -> None:
-    seen = run_probe(ctx, probes.probe_fix, name, clone(args), "plain")
+    seen = ctx.probe(probes.probe_fix, name, clone(args), "plain")
     if seen["error"] is None and seen["graphs"] == 1:
         return
     breaks = [tuple(b) for b in seen["breaks"]]

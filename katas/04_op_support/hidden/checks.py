@@ -12,7 +12,6 @@ import functools
 import importlib.util
 import itertools
 import operator
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from katas.common.capture import CAPTURE_DIALECT
 from katas.common.naming import target_name
+from checker.child import load_module
 from checker.kit import CheckFailed, Checks, Context, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec, build_mlp
@@ -644,24 +644,7 @@ def user_function_named_gelu_stays_on_cpu(ctx):
 
 # --- the kinds of node that are no ops (kata 1 calls them neutral) ------------------------------------------
 
-def _load_probes():
-    """hidden/probes.py (kata folders are not packages): the questions asked where the attempt's code runs."""
-    name = "kata04_op_support_probes"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("probes.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-probes = _load_probes()
-
-
-def run_probe(ctx: Context, fn, *args):
-    """`fn(attempt, *args)` where the attempt's code runs (ctx.probe), or here when the checker has no worker."""
-    probe = getattr(ctx, "probe", None)
-    return probe(fn, *args) if probe is not None else fn(ctx.attempt, *args)
+probes = load_module(Path(__file__).with_name("probes.py"), "kata04_op_support_probes")  # asked where the attempt runs
 
 
 class TorchLinearSubclasses(nn.Module):
@@ -790,7 +773,7 @@ def npu_ops_is_read_from_katas_common(ctx):
     for name, method in (("residual", "make_fx"), ("residual", "dynamo")):
         gm = zoo_graph(name, method)
         how = zoo_how(name, method)
-        got = run_probe(ctx, probes.probe_classify_on_changed_npu, gm, list(REMOVED_FROM_NPU))
+        got = ctx.probe(probes.probe_classify_on_changed_npu, gm, list(REMOVED_FROM_NPU))
         npu = NPU_OPS - frozenset(REMOVED_FROM_NPU)
         submodules = dict(gm.named_modules())
         for node in gm.graph.nodes:
