@@ -153,11 +153,15 @@ class _Shard:
     reader: _EventReader
     output_path: Path
     asked_at: float = 0.0  # time.time() when the checks process was asked for
-    warm: bool = False
     timed_out: bool = False
     events: list = field(default_factory=list)
     output: str = ""
     running: str | None = None  # the check it was running when it stopped, if it stopped early
+
+    @property
+    def warm(self) -> bool:
+        """Forked by a warm server (a WarmChild), not started as a new interpreter."""
+        return not isinstance(self.proc, subprocess.Popen)
 
     @property
     def finished(self) -> bool:
@@ -194,7 +198,6 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
                     proc = launcher.start(argv, env, tmp, output.fileno(), write_fd)
                 except WarmUnavailable:
                     proc = None
-            warm = proc is not None
             if proc is None:
                 proc = subprocess.Popen([sys.executable, "-m", "checker.child", *argv, "--results-fd", str(write_fd)],
                                         cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
@@ -204,7 +207,7 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
         os.close(write_fd)
     reader = _EventReader(read_fd)
     reader.start()
-    return _Shard(proc, reader, output_path, asked_at=asked_at, warm=warm)
+    return _Shard(proc, reader, output_path, asked_at=asked_at)
 
 
 def _wait_all(shards: list[_Shard], limit: float) -> None:

@@ -208,6 +208,7 @@ def _warm_imports() -> float:
 
 
 _SET_BY_IMPORTS: dict[str, str] = {}
+_SERVER_CWD = ""  # the folder the server started in (set by serve_main)
 
 
 class _Run:
@@ -383,7 +384,7 @@ class Server:
         os.setsid()
         cwd = str(request["cwd"])
         os.chdir(cwd)
-        if sys.path and sys.path[0] == os.environ.get("FX_KATAS_WARM_CWD"):
+        if sys.path and sys.path[0] == _SERVER_CWD:
             sys.path[0] = cwd  # as for `python -m checker.child` started in the run's folder
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -454,10 +455,11 @@ def serve_main(argv: list[str]) -> int:
     parser.add_argument("--ready-fd", type=int, default=None)
     parser.add_argument("--idle", type=float, default=DEFAULT_IDLE_SECONDS)
     args = parser.parse_args(argv)
+    global _SERVER_CWD
 
     _harden_server()
     fingerprint = code_fingerprint()  # before torch is imported: importing it sets variables of its own
-    os.environ["FX_KATAS_WARM_CWD"] = os.getcwd()
+    _SERVER_CWD = os.getcwd()  # sys.path[0] of `python -m`: the forked child points it at its own folder
     sys.dont_write_bytecode = True
     if os.environ.get("OMP_NUM_THREADS", "1") != "1":
         print("warm server: OMP_NUM_THREADS must be 1 (a thread pool does not survive fork)", file=sys.stderr)

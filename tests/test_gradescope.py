@@ -23,7 +23,7 @@ import pytest
 from checker.gradescope import SCHEMA_PATH
 from checker.manifest import REPO_ROOT
 from conftest import ATTEMPTS_DIR
-from test_tooling import TOY, TOY_SLUG, TOY_SOLUTION, TOY_STUB, repo  # noqa: F401 - `repo` is a fixture
+from test_tooling import TOY, TOY_SLUG, TOY_SOLUTION, TOY_STUB, _write, repo  # noqa: F401 - `repo` is a fixture
 
 E2E_RECORD = REPO_ROOT / "tests" / "gradescope" / "e2e.json"
 E2E_INPUTS = ("checker/gradescope.py", "checker/schemas/gradescope-results.schema.json", "pyproject.toml")
@@ -60,11 +60,6 @@ def autograder(repo, tmp_path):  # noqa: F811 - the fixture imported above
         return data
 
     return grade
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def _zip_of_a_clone(folder: Path) -> None:

@@ -267,12 +267,13 @@ def param_bytes(example: Example) -> int:
 
 # --- expectations ------------------------------------------------------------------------------------------------
 
-def expect_eager(seen: Seen) -> None:
+def expect_eager(seen: Seen, *, after: str = "",
+                 advice: str = "Every fallback and every NPU program must compute exactly what eager computes.") -> None:
+    """The call matched eager; else fail naming the call, what changed before it (`after`) and what to do."""
     try:
         torch.testing.assert_close(seen.output, seen.expected)
     except AssertionError as error:
-        raise CheckFailed(f"{seen.what} does not match eager:\n{error}\n{seen.npu_line}\nEvery fallback and every NPU "
-                          f"program must compute exactly what eager computes.") from None
+        raise CheckFailed(f"{seen.what} does not match eager{after}:\n{error}\n{seen.npu_line}\n{advice}") from None
 
 
 def expect_supported_ops_on_npu(compiled: Compiled, seen: Seen) -> None:
@@ -639,14 +640,10 @@ def changed_weights_are_uploaded_again(ctx):
         what = (f"{compiled.what((batch, 4))}, called after `model.fc1.weight.mul_(-0.5)` under torch.no_grad() (a "
                 f"batch size it ran before)")
         seen = compiled.call(example.inputs((batch, 4), seed=batch), what=what)
-        try:
-            torch.testing.assert_close(seen.output, seen.expected)
-        except AssertionError as error:
-            raise CheckFailed(
-                f"{what} does not match eager with the new weight:\n{error}\n{seen.npu_line}\nA frozen weight is the "
-                f"program's own copy: when the host tensor changes, the copy is stale. Remember each frozen "
-                f"parameter by identity and version (`tensor._version` grows with every in-place change) and "
-                f"compile again when either differs (README.md, 'Weights: upload once').") from None
+        expect_eager(seen, after=" with the new weight", advice=(
+            "A frozen weight is the program's own copy: when the host tensor changes, the copy is stale. Remember "
+            "each frozen parameter by identity and version (`tensor._version` grows with every in-place change) "
+            "and compile again when either differs (README.md, 'Weights: upload once')."))
         expect_no_fallback(seen)
         expect(seen.stats.runs == 1,
                f"{what} ran {seen.stats.runs} NPU programs; a changed weight is uploaded again (a new program), and "
@@ -681,13 +678,9 @@ def replaced_parameter_data_is_uploaded_again(ctx):
         what = (f"{compiled.what()}, called after `model.fc1.weight.data = other_tensor` (the parameter is the same "
                 f"object, its _version unchanged; only its memory differs)")
         seen = compiled.call(what=what)
-        try:
-            torch.testing.assert_close(seen.output, seen.expected)
-        except AssertionError as error:
-            raise CheckFailed(
-                f"{what} does not match eager with the new weight:\n{error}\n{seen.npu_line}\n`p.data = other` "
-                f"keeps the parameter's identity and its `_version`; `p.data_ptr()` is what changes. Remember it "
-                f"with the version and compile again when it differs (README.md, 'Weights: upload once').") from None
+        expect_eager(seen, after=" with the new weight", advice=(
+            "`p.data = other` keeps the parameter's identity and its `_version`; `p.data_ptr()` is what changes. "
+            "Remember it with the version and compile again when it differs (README.md, 'Weights: upload once')."))
         expect_no_fallback(seen)
         expect(seen.stats.runs == 1, f"{what} ran {seen.stats.runs} NPU programs; the call should still run on the "
                                      f"NPU, as one program with the new weight.\n{seen.npu_line}")
