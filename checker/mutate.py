@@ -138,8 +138,9 @@ def mutate(kata: Kata, *, jobs: int, seed: int = DEFAULT_SEED, time_limit: float
         runnable = [m for m in mutants if m.kind == "mutant"]
         by_key = {m.id: m for m in runnable}
         run.outcomes = [Outcome(m, m.kind) for m in mutants if m.kind != "mutant"]
-        say(f"the reference passes all {len(seconds)} checks in {baseline.cpu:.1f} CPU seconds; each mutant runs "
-            f"them until one fails ({jobs} at a time, limit {limit:.0f} CPU seconds)")
+        say(f"the reference passes all {len(seconds)} checks (the deep profile too), in {baseline.cpu:.1f} CPU seconds "
+            f"for the learner profile; each mutant runs them until one fails ({jobs} at a time, limit {limit:.0f} "
+            f"CPU seconds)")
         progress = _Progress(len(runnable), say)
         survivors = []
         jobs_list = [Job(m.id, source=m.source) for m in runnable]
@@ -186,16 +187,21 @@ def _run_kills(run: Run, check: str) -> int:
 
 
 def _baseline(oracle, kata: Kata):
-    """The reference through the oracle, every check: it must pass them all, or no verdict means anything."""
+    """The reference through the oracle, every check, in the learner profile and then the deep one: it must pass
+    them all, or no verdict means anything (survivors are re-run in the deep profile). Returns the learner run."""
     from checker.oracle import Job
 
-    verdict = next(oracle.run([Job("reference", path=kata.solution_path, stop_at_first=False)],
-                              time_limit=4 * kata.time_limit))
-    if verdict.outcome != "survived":
-        what = f"check {verdict.check} ({verdict.status}): {verdict.message}" if verdict.check else verdict.message
-        raise MutateError(f"the reference {relative(kata.solution_path)} does not pass its own checks in the mutation "
-                          f"oracle, so no mutant's verdict would mean anything: {what[:600]}")
-    return verdict
+    verdicts = []
+    for profile in ("learner", "deep"):
+        verdict = next(oracle.run([Job("reference", path=kata.solution_path, stop_at_first=False, profile=profile)],
+                                  time_limit=4 * kata.time_limit))
+        if verdict.outcome != "survived":
+            what = f"check {verdict.check} ({verdict.status}): {verdict.message}" if verdict.check else verdict.message
+            raise MutateError(f"the reference {relative(kata.solution_path)} does not pass its own checks in the "
+                              f"{profile} profile of the mutation oracle, so no mutant's verdict would mean anything: "
+                              f"{what[:600]}")
+        verdicts.append(verdict)
+    return verdicts[0]
 
 
 class _Progress:

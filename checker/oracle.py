@@ -108,6 +108,9 @@ def warm_up() -> None:
     import torch.fx
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from checker.child import skip_guard_latency_probe
+
+    skip_guard_latency_probe()
     torch.set_num_threads(1)  # as checker children: one intra-op thread, and no thread pool alive at fork
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU())
     x = torch.randn(2, 4)

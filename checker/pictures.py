@@ -19,13 +19,14 @@ KIND_COLOURS = {
     "module": "#9ecae1", "torch": "#fdd0a2", "aten": "#c7e9c0", "core_aten": "#74c476", "neutral": "#eeeeee",
     "mixed": "#fbb4b9", "error": "#ff6b6b",
     "npu": "#fdae6b", "cpu": "#c6dbef",
-    "fused": "#b39ddb", "refused": "#ffe082", "missed": "#ffab91", "safe": "#a1d99b", "io": "#ffffff",
+    "fused": "#b39ddb", "refused": "#ffe082", "missed": "#ffab91", "safe": "#a1d99b", "io": "#ffffff", "symbolic": "#fff59d",
 }
 KIND_WORDS = {
     "module": "module dialect", "torch": "torch dialect", "aten": "aten dialect", "core_aten": "core aten dialect",
     "neutral": "neutral (no op, or shape arithmetic)", "error": "raised an error", "npu": "runs on the NPU",
     "cpu": "runs on the CPU", "fused": "fused linear+gelu", "refused": "pair left alone by the guard (why: badge)",
     "missed": "a safe pair not fused", "safe": "a safe pair: a pass should fuse it", "io": "input, output or constant",
+    "symbolic": "an input with a symbolic size or value (SymInt)",
 }
 NODE_W, NODE_H, GAP_X, GAP_Y, MARGIN = 170, 44, 30, 40, 20
 

@@ -98,7 +98,7 @@ def score_both_ways(kata, attempt, launcher, **options):
 
 
 # Tests that take 10-40 s: started first, so that `-n auto` does not end with one core running a long test alone.
-SLOW_FIRST = ("test_reference_scores_full_marks_on_the_deep_profile", "test_grading_one_learner_changes_no_other",
+SLOW_FIRST = ("test_reference_scores_full_marks", "test_grading_one_learner_changes_no_other",
               "test_the_first_run_starts_cold", "test_grade_survives_hanging", "test_a_private_server_ends",
               "test_correct_alternative_scores_full_marks", "test_infinite_loop_times_out")
 

@@ -14,8 +14,10 @@ from conftest import KATAS, all_alternatives, boundary_mutants, kata_id, killed_
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=kata_id)
-def test_reference_scores_full_marks_on_the_deep_profile(kata, warm_launcher):
-    result = score_both_ways(kata, kata.solution_path, warm_launcher, profile="deep")
+def test_reference_scores_full_marks(kata, warm_launcher):
+    """In the learner profile, the one learners and graders run. (`make mutate` scores the reference in the deep
+    profile too before it scores any mutant, and tests/test_mutation.py holds its report current.)"""
+    result = score_both_ways(kata, kata.solution_path, warm_launcher)
     failing = {c.id: f"{c.status}: {c.message[:300]}" for c in result.checks if c.status != "pass"}
     assert result.status == "pass", (result.message, failing)
     assert result.score == result.max_score > 0

@@ -1,0 +1,559 @@
+"""Hidden checks for kata 6 (guards, recompiles, a shape-static NPU). Learners: solve the kata from README.md,
+not from here.
+
+Three witnesses, none of them the attempt:
+- Dynamo itself, run in this process: every prediction is compared with what `torch.compile(scaled_relu,
+  dynamic=...)` really does on the same calls (a recording backend counts the graphs, reads which inputs each
+  keeps symbolic from its placeholders, and sees which calls ran in a graph); the guard failures Dynamo records
+  go into the message. Nothing is compared with the reference's predictions.
+- For the fixes, a recording backend around the attempt's compiled fix (probes.run_fix) and the suspects run
+  eagerly here (suspects_hidden.py).
+- For the buckets, the simulated NPU's own counters, read in this process: programs compiled, runs, and the
+  bytes each run uploaded (which say which bucket a call used).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+import torch._dynamo
+import torch._dynamo.utils
+from hypothesis import strategies as st
+
+from checker.child import load_module
+from checker.kit import CheckFailed, Checks, expect, fuzz
+from katas.common import describe
+from katas.common.models import NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec, build_mlp
+from katas.common.npu import DEVICE, DeviceService, NPUFallbackWarning, NPUStats
+from katas.common.quiet import quiet
+from katas.common.strategies import mlp_specs
+
+_HIDDEN = Path(__file__).parent
+probes = load_module(_HIDDEN / "probes.py", "kata06_recompiles_probes")
+suspects = load_module(_HIDDEN / "suspects_hidden.py", "kata06_suspects_hidden")
+
+CHECKS = Checks()
+# The attempt's BucketedNPU compiles for and runs on this process's DEVICE, served across the boundary.
+CHECKS.services.update(DeviceService().handlers())
+CHECKS.worker_setup.append("katas.common.npu:connect_to_device_service")
+
+RECOMPILE_LIMIT = probes.DEFAULT_CACHE_CONFIG["recompile_limit"]
+
+
+# --- Part 1: what Dynamo really does ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Seen:
+    """One call of the compiled suspect as this process measured it."""
+
+    kind: str  # compile | reuse | eager
+    symbolic: tuple[str, ...]
+    guard_failures: tuple[str, ...]  # Dynamo's words for each cached graph that refused this call
+
+
+def call_text(call: tuple) -> str:
+    shape, n, dtype = call
+    return f"f(x: {tuple(shape)} {dtype}, n={n})"
+
+
+def _symbolic_inputs(gm: torch.fx.GraphModule) -> tuple[str, ...]:
+    names = set()
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor) and node.name == "l_x_":
+            names |= {f"x.{i}" for i, size in enumerate(value.shape) if isinstance(size, torch.SymInt)}
+        elif node.name == "l_n_" and isinstance(value, torch.SymInt):
+            names.add("n")
+    return tuple(sorted(names))
+
+
+def measure(calls: Sequence[tuple], dynamic: bool | None) -> list[Seen]:
+    """Call torch.compile(scaled_relu, dynamic=dynamic) on `calls` after torch._dynamo.reset(), with Dynamo's
+    default cache settings, and note what each call did."""
+    torch._dynamo.reset()
+    graphs: list[tuple[str, ...]] = []
+    ran: list[int] = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list):
+        index = len(graphs)
+        graphs.append(_symbolic_inputs(gm))
+
+        def run(*args):
+            ran.append(index)
+            return gm(*args)
+
+        return run
+
+    seen = []
+    failures = torch._dynamo.utils.guard_failures
+    with torch._dynamo.config.patch(probes.DEFAULT_CACHE_CONFIG), quiet():
+        compiled = torch.compile(suspects.scaled_relu, backend=backend, dynamic=dynamic)
+        for shape, n, dtype in calls:
+            before_graphs, before_ran = len(graphs), len(ran)
+            before_failures = sum(len(v) for v in failures.values())
+            compiled(torch.ones(*shape, dtype=getattr(torch, dtype)), n)
+            reasons = [str(r) for v in failures.values() for r in v][before_failures:]
+            if len(graphs) > before_graphs:
+                seen.append(Seen("compile", graphs[-1], tuple(reasons)))
+            else:
+                seen.append(Seen("reuse" if len(ran) > before_ran else "eager", (), tuple(reasons)))
+    torch._dynamo.reset()
+    return seen
+
+
+def _shown(kind: str | None, symbolic: Sequence[str] | None) -> str:
+    if kind != "compile":
+        return str(kind)
+    return f"compile ({', '.join(symbolic) + ' symbolic' if symbolic else 'all static'})"
+
+
+def _reasons(seen: Seen) -> str:
+    if not seen.guard_failures:
+        return ""
+    # a guard on a value ends in "# <source line> # <file:line> ... User stack trace": the guard is what teaches
+    shown = "\n".join(f"  - {' '.join(r.split('#')[0].split())[:160]}" for r in seen.guard_failures[:4])
+    more = f"\n  (and {len(seen.guard_failures) - 4} more)" if len(seen.guard_failures) > 4 else ""
+    return f"\nDynamo's guard failures on this call (TORCH_LOGS=recompiles shows the same):\n{shown}{more}"
+
+
+def compare_predictions(ctx, calls: Sequence[tuple], dynamic: bool | None, lesson: str) -> None:
+    """The attempt's predict() against what Dynamo did, call by call; the message names the first difference."""
+    got = ctx.probe(probes.predictions, [tuple(c) for c in calls], dynamic)
+    truth = measure(calls, dynamic)
+    listing = ", ".join(call_text(c) for c in calls)
+    head = f"torch.compile(scaled_relu, dynamic={dynamic}) called with {listing}:"
+    expect(got["type"] in ("list", "tuple"), f"{head}\npredict returned a {got['type']}; it returns a list of Outcome, "
+                                             "one per call.")
+    items = got["items"]
+    expect(len(items) == len(calls), f"{head}\npredict returned {len(items)} outcome(s) for {len(calls)} call(s).")
+    for index, (item, seen) in enumerate(zip(items, truth), start=1):
+        expect(item["kind"] is not None and item["symbolic"] is not None,
+               f"{head}\ncall {index}: predict returned {item['repr']}; each outcome needs a str `kind` and a set "
+               f"`symbolic`.")
+        mine = (item["kind"], tuple(item["symbolic"]) if item["kind"] == "compile" else ())
+        if mine != (seen.kind, seen.symbolic):
+            done = "\n".join(f"  call {i}: {call_text(c)} -> {_shown(s.kind, s.symbolic)}"
+                             for i, (c, s) in enumerate(zip(calls[:index - 1], truth), start=1))
+            raise CheckFailed(
+                f"{head}\n" + (f"{done}\n" if done else "")
+                + f"call {index}: {call_text(calls[index - 1])}: you predicted {_shown(*mine)}; Dynamo did "
+                f"{_shown(seen.kind, seen.symbolic)}.{_reasons(seen)}\n{lesson}")
+
+
+STATIC = "README.md, 'Predict': with dynamic=False every graph is static, and the cache holds 8 graphs."
+AUTOMATIC = ("README.md, 'Predict': with dynamic=None the first graph is static; a recompile makes symbolic "
+             "exactly the inputs whose value has changed since the first call, except sizes 0 and 1.")
+DYNAMIC = ("README.md, 'Predict': with dynamic=True every input is symbolic from the first call, except sizes 0 "
+           "and 1; equal sizes share a symbol unless a recompile has already seen them differ.")
+
+
+def calls_of(*items) -> list[tuple]:
+    """Calls from (shape, n, dtype) with n and dtype optional."""
+    out = []
+    for item in items:
+        shape, *rest = item if isinstance(item[0], tuple) else (item,)
+        out.append((tuple(shape), rest[0] if rest else 1, rest[1] if len(rest) > 1 else "float32"))
+    return out
+
+
+SIZES = st.integers(min_value=1, max_value=5)
+
+
+def call_sequences(max_calls: int = 10) -> st.SearchStrategy[list[tuple]]:
+    """Calls of scaled_relu: x of rank 1 to 3 with sizes 1..5 (rank fixed per sequence, as a model's input is),
+    n in 0..3, float32 or float16. Shrinks toward short sequences of small, equal, float32 calls."""
+    def of_rank(rank: int):
+        call = st.tuples(st.tuples(*[SIZES] * rank), st.integers(min_value=0, max_value=3),
+                         st.sampled_from(("float32", "float16")))
+        return st.lists(call, min_size=1, max_size=max_calls)
+
+    return st.integers(min_value=1, max_value=3).flatmap(of_rank)
+
+
+def describe_calls(calls: list[tuple]) -> str:
+    return "\n".join(f"  {call_text(c)}" for c in calls)
+
+
+def fuzz_predictions(ctx, dynamic: bool | None, lesson: str) -> None:
+    fuzz(ctx, call_sequences(), lambda calls: compare_predictions(ctx, calls, dynamic, lesson),
+         describe=describe_calls, max_examples=6 if not ctx.deep else 10)
+
+
+@CHECKS.check(stage="static", weight=1)
+def repeated_call_reuses_its_graph(ctx):
+    """the same call three times: one graph, reused"""
+    compare_predictions(ctx, calls_of((2, 4), (2, 4), (2, 4)), False, STATIC)
+
+
+@CHECKS.check(stage="static", weight=2)
+def static_graph_per_shape_dtype_and_int(ctx):
+    """dynamic=False: a new size, rank, dtype or int value is a new graph; an old one is reused"""
+    calls = calls_of((2, 4), (3, 4), ((2, 4), 1, "float16"), ((2, 4), 2), (2, 4), ((3, 4), 2))
+    compare_predictions(ctx, calls, False, STATIC)
+    compare_predictions(ctx, calls_of((2, 4, 3), (2, 4)), False, STATIC)  # a new rank is a new graph too
+
+
+@CHECKS.check(stage="static", weight=2)
+def recompile_limit_then_eager(ctx):
+    """past 8 graphs a new call runs eagerly, and calls the 8 graphs fit still reuse them"""
+    calls = calls_of(*[(b, 3) for b in range(1, 11)], (3, 3), (9, 3))
+    compare_predictions(ctx, calls, False, STATIC)
+
+
+@CHECKS.check(stage="static", weight=3)
+def random_calls_static(ctx):
+    """random call sequences, dynamic=False"""
+    fuzz_predictions(ctx, False, STATIC)
+
+
+@CHECKS.check(stage="automatic", weight=3)
+def changed_size_becomes_symbolic(ctx):
+    """dynamic=None: the first graph is static; a recompile makes the changed dimensions symbolic, only those"""
+    calls = calls_of((2, 4), (3, 4), (7, 4), (3, 5), (6, 9))
+    compare_predictions(ctx, calls, None, AUTOMATIC)
+
+
+@CHECKS.check(stage="automatic", weight=2)
+def sizes_0_and_1_stay_static(ctx):
+    """dynamic=None: a size of 1 never becomes symbolic, so it gets a graph of its own"""
+    calls = calls_of((2, 4), (3, 4), (1, 4), (1, 4), (5, 4))
+    compare_predictions(ctx, calls, None, AUTOMATIC)
+
+
+@CHECKS.check(stage="automatic", weight=2)
+def changed_int_becomes_symbolic(ctx):
+    """dynamic=None: an int that changes becomes symbolic, and a symbolic int takes 0 and 1 too"""
+    calls = calls_of(((2, 4), 2), ((2, 4), 3), ((2, 4), 1), ((2, 4), 0), ((3, 4), 0))
+    compare_predictions(ctx, calls, None, AUTOMATIC)
+
+
+@CHECKS.check(stage="automatic", weight=1)
+def dtype_change_compiles_again(ctx):
+    """dynamic=None: a new dtype is a new graph, symbolic where sizes have changed before"""
+    calls = calls_of((2, 4), ((2, 4), 1, "float16"), ((3, 4), 1, "float16"), (3, 4), (5, 4))
+    compare_predictions(ctx, calls, None, AUTOMATIC)
+
+
+@CHECKS.check(stage="automatic", weight=3)
+def random_calls_automatic(ctx):
+    """random call sequences, dynamic=None (the default)"""
+    fuzz_predictions(ctx, None, AUTOMATIC)
+
+
+@CHECKS.check(stage="dynamic", weight=2)
+def symbolic_from_the_first_call(ctx):
+    """dynamic=True: the first graph is symbolic in every size but 0 and 1, and in n"""
+    calls = calls_of(((2, 4), 1), ((5, 7), 3), ((1, 4), 0), ((1, 6), 2))
+    compare_predictions(ctx, calls, True, DYNAMIC)
+
+
+@CHECKS.check(stage="dynamic", weight=2)
+def equal_sizes_share_a_symbol(ctx):
+    """dynamic=True: equal sizes in the first call share one symbol, so unequal ones recompile"""
+    calls = calls_of((3, 3), (5, 5), (3, 4), (6, 6), (2, 2, 5))
+    compare_predictions(ctx, calls, True, DYNAMIC)
+
+
+@CHECKS.check(stage="dynamic", weight=2)
+def sizes_seen_changing_get_their_own_symbol(ctx):
+    """sizes Dynamo has seen change get a symbol each, never a shared one, under dynamic=None and dynamic=True"""
+    lesson = ("README.md, 'Predict', rule 6: a dimension Dynamo has seen change gets a symbol of its own; only sizes "
+              "made symbolic up front by dynamic=True share a symbol when equal.")
+    compare_predictions(ctx, calls_of((3, 3), (4, 4), (4, 5), (6, 6)), None, lesson)
+    calls = calls_of((3, 3), ((4, 4), 1, "float16"), ((5, 6), 1, "float16"), ((5, 6), 2))
+    compare_predictions(ctx, calls, True, lesson)
+
+
+@CHECKS.check(stage="dynamic", weight=3)
+def random_calls_dynamic(ctx):
+    """random call sequences, dynamic=True"""
+    fuzz_predictions(ctx, True, DYNAMIC)
+
+
+# --- Part 2: the fixes --------------------------------------------------------------------------------------
+
+MAX_FIX_GRAPHS = 2
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    name: str          # the attempt's fix
+    suspect: str       # the suspect it replaces
+    shapes: tuple      # the input shape of each call, in order
+    why: str           # what made the suspect recompile
+
+
+FIXES = {
+    "FixedDecayingHead": FixSpec("FixedDecayingHead", "DecayingHead", ((2, 4),) * 12,
+                                 "Dynamo guards on the value of the Python int self.calls"),
+    "FixedRunningMean": FixSpec("FixedRunningMean", "RunningMean", ((2, 4),) * 12,
+                                "Dynamo guards on the length of the Python list self.seen"),
+    "fixed_rowwise_normalize": FixSpec("fixed_rowwise_normalize", "rowwise_normalize",
+                                       tuple((b, 4) for b in (1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 2, 12)),
+                                       "range(x.shape[0]) turns the batch size into a Python loop count"),
+}
+
+
+def _inputs(spec: FixSpec, seed: int) -> list[torch.Tensor]:
+    """Random inputs of the spec's shapes; the fourth call's first row is zeros (a norm the 1e-6 floor decides)."""
+    generator = torch.Generator().manual_seed(seed)
+    inputs = [torch.randn(*shape, generator=generator) for shape in spec.shapes]
+    inputs[3][0] = 0.0
+    return inputs
+
+
+def _eager_outputs(spec: FixSpec, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], dict | None]:
+    suspect = getattr(suspects, spec.suspect)
+    state = None
+    if isinstance(suspect, type):
+        with torch.random.fork_rng():
+            torch.manual_seed(6)
+            suspect = suspect()
+        state = {k: v.detach().clone() for k, v in suspect.state_dict().items()}
+        suspect.eval()
+    with torch.no_grad():
+        return [suspect(x.clone()) for x in inputs], state
+
+
+def check_fix(ctx, spec: FixSpec) -> None:
+    inputs = _inputs(spec, ctx.seed)
+    expected, state = _eager_outputs(spec, inputs)
+    seen = ctx.probe(probes.run_fix, spec.name, inputs, state)
+    where = (f"torch.compile({spec.name}, fullgraph=True) called {len(inputs)} times on inputs of shape "
+             + ", ".join(str(s) for s in dict.fromkeys(spec.shapes)))
+    expect(not seen["missing_parameters"],
+           f"{spec.name} has no parameter named {', '.join(seen['missing_parameters'])}: keep the suspect's "
+           f"parameters and their names, so that its weights load into your fix.")
+    compiled = 0
+    for index, (call, want) in enumerate(zip(seen["calls"], expected), start=1):
+        compiled += call["compiled"]
+        if call["error"]:
+            raise CheckFailed(f"{where}: call {index} failed under fullgraph=True: {call['error']}\n"
+                              f"A fix keeps the whole forward in one graph, with no graph break, and stays under "
+                              f"the recompile limit. README.md, 'Fix'.")
+        expect(call["in_graph"],
+               f"{where}: call {index} ran eagerly: no compiled graph ran it (torch.compiler.disable, or a frame "
+               f"Dynamo skipped). The fix must run in a compiled graph on every call. README.md, 'Fix'.")
+        try:
+            torch.testing.assert_close(call["output"], want, rtol=1e-5, atol=1e-6)
+        except AssertionError as exc:
+            raise CheckFailed(f"{where}: call {index} returned a different answer from suspects.{spec.suspect} "
+                              f"on the same calls:\n{str(exc).strip()}") from None
+    graphs = len(seen["graphs"])
+    expect(graphs <= MAX_FIX_GRAPHS,
+           f"{where}: Dynamo compiled {graphs} graphs; a fix compiles at most {MAX_FIX_GRAPHS}. In the suspect, "
+           f"{spec.why}. README.md, 'Fix'.")
+    expect(graphs >= 1 and any(g["ops"] for g in seen["graphs"]),
+           f"{where}: no graph with any op was compiled; the fix's work must happen inside the compiled graph.")
+
+
+@CHECKS.check(stage="fix", weight=3)
+def decaying_head_compiles_once(ctx):
+    """FixedDecayingHead: 12 calls, at most 2 graphs, each call in a graph, the suspect's outputs"""
+    check_fix(ctx, FIXES["FixedDecayingHead"])
+
+
+@CHECKS.check(stage="fix", weight=3)
+def running_mean_stops_recompiling(ctx):
+    """FixedRunningMean: 12 calls, at most 2 graphs, each call in a graph, the suspect's outputs"""
+    check_fix(ctx, FIXES["FixedRunningMean"])
+
+
+@CHECKS.check(stage="fix", weight=3)
+def rowwise_normalize_serves_every_batch(ctx):
+    """fixed_rowwise_normalize: batch sizes 1 to 12, at most 2 graphs, each call in a graph, the suspect's outputs"""
+    check_fix(ctx, FIXES["fixed_rowwise_normalize"])
+
+
+# --- Part 3: buckets on the shape-static NPU ------------------------------------------------------------------
+
+DEFAULT_BUCKETS = (1, 2, 4, 8)
+SERVED = MLPSpec(in_features=5, layers=(LayerSpec(6, True, "gelu", "none"), LayerSpec(3, True, "relu", "none")),
+                 batch_shape=(2,), seed=6)
+
+
+def device_stats() -> NPUStats:
+    """What the NPU reports about itself. The checks read the device here and nowhere else."""
+    return copy.deepcopy(DEVICE.stats)
+
+
+def _fresh_device() -> None:
+    DEVICE.release_all()
+    DEVICE.reset()
+
+
+def bucket_for(batch: int, buckets: Sequence[int]) -> int | None:
+    return min((b for b in buckets if b >= batch), default=None)
+
+
+@dataclass
+class Served:
+    """One call of the attempt's server, with what the device and the host saw."""
+
+    batch: int
+    output: torch.Tensor | None
+    expected: torch.Tensor
+    warnings: list
+    fallbacks: int | None
+    stats: NPUStats
+
+
+def serve_batches(ctx, spec: MLPSpec, batches: Sequence[int], buckets: Sequence[int] | None) -> list[Served]:
+    """A BucketedNPU of `spec` called on each batch size in turn; the device's counters are read per call."""
+    _fresh_device()
+    model = build_mlp(spec).eval()
+    key = ctx.probe(probes.serve, spec, None if buckets is None else tuple(buckets))
+    generator = torch.Generator().manual_seed(ctx.seed)
+    served = []
+    for batch in batches:
+        x = torch.randn(batch, spec.in_features, generator=generator)
+        with torch.no_grad():
+            expected = model(x)
+        DEVICE.reset()
+        got = ctx.probe(probes.serve_call, key, x)
+        served.append(Served(batch, got["output"], expected, got["warnings"], got["fallbacks"], device_stats()))
+    return served
+
+
+def _served_text(spec: MLPSpec, buckets: Sequence[int] | None, batches: Sequence[int]) -> str:
+    made = "BucketedNPU(model)" if buckets is None else f"BucketedNPU(model, buckets={tuple(buckets)})"
+    model = "\n".join(f"  {line}" for line in describe(spec).splitlines())
+    return f"{made} called with batch sizes {', '.join(map(str, batches))}, for this model:\n{model}\n"
+
+
+def expect_answers(spec, buckets, batches, served: list[Served]) -> None:
+    head = _served_text(spec, buckets, batches)
+    for call in served:
+        expect(call.output is not None, f"{head}batch {call.batch} returned no tensor.")
+        try:
+            torch.testing.assert_close(call.output, call.expected)
+        except AssertionError as exc:
+            raise CheckFailed(f"{head}batch {call.batch} does not give the model's answer:\n{str(exc).strip()}\n"
+                              "Pad with zero rows up to the bucket, run, and keep the first `batch` rows.") from None
+
+
+def expect_buckets(spec, buckets, batches, served: list[Served]) -> None:
+    """Each call within the buckets ran one NPU program, on the smallest bucket that holds it."""
+    head = _served_text(spec, buckets, batches)
+    chosen = buckets or DEFAULT_BUCKETS
+    for call in served:
+        bucket = bucket_for(call.batch, chosen)
+        if bucket is None:
+            continue
+        expect(call.stats.runs == 1,
+               f"{head}batch {call.batch} made {call.stats.runs} NPU program run(s); each call within the "
+               f"buckets is one run of its bucket's program. Device: {call.stats.summary()}")
+        uploaded = call.stats.input_bytes_to_device // (spec.in_features * 4)
+        expect(uploaded == bucket,
+               f"{head}batch {call.batch} uploaded {uploaded} row(s) to the NPU; the smallest bucket that holds "
+               f"it is {bucket}, so {bucket} row(s) should cross: the batch plus {bucket - call.batch} zero row(s).")
+
+
+@CHECKS.check(stage="buckets", weight=3)
+def answers_match_the_model(ctx):
+    """every batch size within the buckets gives the model's own answer"""
+    batches = (3, 1, 8, 5, 2, 7, 4, 6)
+    expect_answers(SERVED, None, batches, serve_batches(ctx, SERVED, batches, None))
+
+
+@CHECKS.check(stage="buckets", weight=3)
+def one_program_per_bucket(ctx):
+    """at most one NPU program per bucket, ever: repeated and new batch sizes compile nothing new"""
+    batches = (3, 1, 8, 5, 2, 7, 4, 6, 3, 3, 1)
+    served = serve_batches(ctx, SERVED, batches, None)
+    compiled = sum(s.stats.programs_compiled for s in served)
+    head = _served_text(SERVED, None, batches)
+    expect(compiled <= len(DEFAULT_BUCKETS),
+           f"{head}the NPU compiled {compiled} programs for {len(DEFAULT_BUCKETS)} buckets. One program per "
+           f"bucket, kept and reused: the NPU's program memory holds {DEVICE.stats.max_resident_programs}.")
+    refused = [error for s in served for error in s.stats.compile_errors]
+    expect(not refused, f"{head}the NPU refused a compile: {refused[0] if refused else ''}")
+    expect_buckets(SERVED, None, batches, served)
+
+
+@CHECKS.check(stage="buckets", weight=2)
+def smallest_bucket_that_fits(ctx):
+    """each call runs on the smallest bucket that holds its batch (a batch equal to a bucket is not padded)"""
+    batches = (1, 2, 3, 4, 5, 8)
+    served = serve_batches(ctx, SERVED, batches, None)
+    expect_buckets(SERVED, None, batches, served)
+    expect_answers(SERVED, None, batches, served)
+
+
+@CHECKS.check(stage="buckets", weight=3)
+def larger_batches_fall_back_loudly(ctx):
+    """a batch past the largest bucket runs on the CPU with an NPUFallbackWarning, counted in `fallbacks`"""
+    batches = (3, 11, 9, 2)
+    served = serve_batches(ctx, SERVED, batches, None)
+    head = _served_text(SERVED, None, batches)
+    expect_answers(SERVED, None, batches, served)
+    count = 0
+    for call in served:
+        loud = [m for c, m in call.warnings if c == NPUFallbackWarning.__name__]
+        if call.batch <= DEFAULT_BUCKETS[-1]:
+            expect(not loud, f"{head}batch {call.batch} fits a bucket but warned: {loud[0] if loud else ''}")
+            expect(call.fallbacks == count, f"{head}after batch {call.batch}, fallbacks is {call.fallbacks}; "
+                                            f"expected {count}: only batches past the largest bucket count.")
+            continue
+        count += 1
+        expect(call.stats.runs == 0 and call.stats.programs_compiled == 0,
+               f"{head}batch {call.batch} is past the largest bucket ({DEFAULT_BUCKETS[-1]}) but the NPU "
+               f"compiled or ran a program for it: {call.stats.summary()}")
+        expect(loud and any(str(call.batch) in m for m in loud),
+               f"{head}batch {call.batch} ran on the CPU without an NPUFallbackWarning naming the batch size "
+               f"{call.batch}" + (f" (the warning said: {loud[0]})" if loud else "")
+               + ". A fallback nobody hears about is an idle accelerator nobody notices.")
+        expect(call.fallbacks == count,
+               f"{head}after batch {call.batch}, fallbacks is {call.fallbacks}; expected {count} (one per "
+               f"batch served on the CPU).")
+
+
+@CHECKS.check(stage="buckets", weight=1)
+def buckets_in_any_order(ctx):
+    """buckets the caller gives: (6, 3) in that order still picks the smallest that fits; (4,) alone works too"""
+    for buckets, batches in (((6, 3), (2, 5, 3, 6, 1, 7)), ((4,), (3, 6, 4))):
+        served = serve_batches(ctx, SERVED, batches, buckets)
+        expect_answers(SERVED, buckets, batches, served)
+        expect_buckets(SERVED, buckets, batches, served)
+        head = _served_text(SERVED, buckets, batches)
+        expect(served[-1].fallbacks == 1, f"{head}after the calls, fallbacks is {served[-1].fallbacks}; expected 1: "
+                                          f"one batch was past the largest bucket {max(buckets)}.")
+
+
+def _bucket_plans() -> st.SearchStrategy:
+    # one output tensor (no layer output also returned), as the server's contract says
+    specs = mlp_specs(activations=NPU_FRIENDLY_ACTIVATIONS, reuses=("none", "residual"), max_layers=2,
+                      batch_shapes=((2,),))
+    buckets = st.one_of(st.none(), st.lists(st.integers(min_value=1, max_value=8), min_size=1, max_size=3,
+                                            unique=True).map(tuple))
+    batches = st.lists(st.integers(min_value=1, max_value=10), min_size=1, max_size=6).map(tuple)
+    return st.tuples(specs, buckets, batches)
+
+
+def _describe_plan(plan) -> str:
+    spec, buckets, batches = plan
+    return _served_text(spec, buckets, batches)
+
+
+@CHECKS.check(stage="buckets", weight=3)
+def random_models_and_batches(ctx):
+    """random NPU-friendly MLPs, bucket sets and batch sequences: answers, buckets, programs, fallbacks"""
+    def prop(plan) -> None:
+        spec, buckets, batches = plan
+        served = serve_batches(ctx, spec, batches, buckets)
+        expect_answers(spec, buckets, batches, served)
+        expect_buckets(spec, buckets, batches, served)
+        chosen = buckets or DEFAULT_BUCKETS
+        compiled = sum(s.stats.programs_compiled for s in served)
+        expect(compiled <= len(chosen), f"{_describe_plan(plan)}the NPU compiled {compiled} programs for "
+                                        f"{len(chosen)} bucket(s).")
+        past = sum(1 for b in batches if bucket_for(b, chosen) is None)
+        expect(served[-1].fallbacks == past, f"{_describe_plan(plan)}fallbacks is {served[-1].fallbacks} after "
+                                             f"the calls; {past} batch(es) were past the largest bucket.")
+
+    fuzz(ctx, _bucket_plans(), prop, describe=_describe_plan, max_examples=6 if not ctx.deep else 10)

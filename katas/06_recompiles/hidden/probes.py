@@ -1,0 +1,136 @@
+"""Probes for kata 6's checks: everything that runs the attempt's code.
+
+A probe takes the attempt module and plain data -- calls as (shape, n, dtype) triples, which fix to compile, input
+tensors, a model recipe, bucket sizes -- and returns plain data: predictions as (kind, symbolic inputs) pairs,
+per-call records of what Dynamo compiled and ran, outputs, warnings as (category, message) pairs, exceptions as
+text. checks.py compares that data with what Dynamo really did (measured in the checks' own process) and with
+the device's own counters. Nothing here asserts or knows what a right answer is.
+
+An exception the attempt raises that no probe expects (NotImplementedError from the stub, a bug) propagates, so
+the checker reports it at the attempt's own file and line.
+"""
+from __future__ import annotations
+
+import warnings
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch._dynamo
+
+from katas.common.models import build_mlp
+from katas.common.quiet import quiet
+
+# Dynamo's cache settings as torch 2.13 ships them: a fix must not lean on settings the attempt changed at import
+# (a higher recompile limit, ints on modules made symbolic), which would change every compile in the process.
+DEFAULT_CACHE_CONFIG = {"recompile_limit": 8, "automatic_dynamic_shapes": True, "assume_static_by_default": True,
+                        "allow_unspec_int_on_nn_module": False, "specialize_int": False, "specialize_float": False}
+
+
+# --- Part 1: predictions ------------------------------------------------------------------------------------
+
+def _plain_outcome(outcome: Any) -> dict:
+    """One item `predict` returned, as data: kind and symbolic when they have the promised types, else None."""
+    kind = getattr(outcome, "kind", None)
+    symbolic = getattr(outcome, "symbolic", None)
+    try:
+        names = sorted(str(s) for s in symbolic) if isinstance(symbolic, (set, frozenset, list, tuple)) else None
+    except Exception:  # noqa: BLE001 - a symbolic set that cannot be listed is reported as missing
+        names = None
+    return {"kind": kind if isinstance(kind, str) else None, "symbolic": names, "repr": repr(outcome)[:200]}
+
+
+def predictions(attempt: ModuleType, calls: list[tuple], dynamic: bool | None) -> dict:
+    """attempt.predict on `calls` (shape, n, dtype) built as the attempt's own Call objects."""
+    made = [attempt.Call(shape=tuple(shape), n=n, dtype=dtype) for shape, n, dtype in calls]
+    result = attempt.predict(made, dynamic)
+    items = [_plain_outcome(o) for o in result] if isinstance(result, (list, tuple)) else []
+    return {"type": type(result).__name__, "items": items}
+
+
+# --- Part 2: fixes ------------------------------------------------------------------------------------------
+
+def _recording_backend(graphs: list[dict], ran: list[int]) -> Callable:
+    """A backend that notes each graph it is handed (its call_function targets) and every time one runs."""
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        index = len(graphs)
+        graphs.append({"ops": [str(getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes
+                               if n.op in ("call_function", "call_method", "call_module")]})
+
+        def run(*args: Any) -> Any:
+            ran.append(index)
+            return gm(*args)
+
+        return run
+
+    return backend
+
+
+def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: dict | None) -> dict:
+    """torch.compile(fix, fullgraph=True) with a recording backend, after torch._dynamo.reset(); call it on each
+    input in order under no_grad. `state`, for a module fix, is the suspect's parameters, loaded with
+    strict=False. Per call: the output, whether it compiled a graph and whether a compiled graph ran it."""
+    torch._dynamo.reset()
+    fix = getattr(attempt, name)
+    missing: list[str] = []
+    if isinstance(fix, type):
+        fix = fix()
+        if state is not None:
+            names = {n for n, _ in fix.named_parameters()}
+            missing = sorted(set(state) - names)
+            fix.load_state_dict({k: v for k, v in state.items() if k in names}, strict=False)
+        fix.eval()
+    elif inputs:
+        with torch.no_grad(), quiet():
+            fix(inputs[0].clone())  # eagerly first: an unfinished fix says so, instead of failing Dynamo's trace
+    graphs: list[dict] = []
+    ran: list[int] = []
+    compiled = torch.compile(fix, backend=_recording_backend(graphs, ran), fullgraph=True)
+    calls = []
+    with torch._dynamo.config.patch(DEFAULT_CACHE_CONFIG):
+        for x in inputs:
+            if not _call_fix(compiled, x, graphs, ran, calls):
+                break
+    return {"calls": calls, "graphs": graphs, "missing_parameters": missing}
+
+
+def _call_fix(compiled: Callable, x: torch.Tensor, graphs: list, ran: list, calls: list) -> bool:
+    """One call of a compiled fix, noted in `calls`; False when it failed."""
+    before_graphs, before_ran = len(graphs), len(ran)
+    record: dict = {"output": None, "error": None}
+    try:
+        with torch.no_grad(), quiet():
+            record["output"] = compiled(x.clone())
+    except (torch._dynamo.exc.TorchDynamoException, torch._dynamo.exc.FailOnRecompileLimitHit) as exc:
+        record["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    record["compiled"] = len(graphs) - before_graphs
+    record["in_graph"] = len(ran) > before_ran
+    calls.append(record)
+    return record["error"] is None
+
+
+# --- Part 3: buckets ----------------------------------------------------------------------------------------
+
+_SERVERS: dict[str, Any] = {}
+
+
+def serve(attempt: ModuleType, spec: Any, buckets: tuple[int, ...] | None) -> str:
+    """A BucketedNPU of the random MLP `spec`, kept here between calls under a key the checks use."""
+    _SERVERS.clear()
+    model = build_mlp(spec).eval()
+    server = attempt.BucketedNPU(model) if buckets is None else attempt.BucketedNPU(model, buckets)
+    _SERVERS["server"] = server
+    return "server"
+
+
+def serve_call(attempt: ModuleType, key: str, x: torch.Tensor) -> dict:
+    """Call the server on x; its output, the warnings it raised and its `fallbacks` counter after the call."""
+    server = _SERVERS[key]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        output = server(x)
+    fallbacks = getattr(server, "fallbacks", None)
+    return {"output": output if isinstance(output, torch.Tensor) else None, "type": type(output).__name__,
+            "warnings": [(w.category.__name__, str(w.message)) for w in caught],
+            "fallbacks": fallbacks if isinstance(fallbacks, int) else None}

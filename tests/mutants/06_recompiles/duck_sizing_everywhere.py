@@ -1,0 +1,12 @@
+"""Mistake: every symbolic dimension is duck-sized, also those Dynamo has seen change (and so also
+under dynamic=None)."""
+from checker.kit import load_reference
+
+_ref = load_reference("06_recompiles", "recompiles.py")
+Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _ref.BucketedNPU
+FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
+    _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
+
+KILLED_BY = ('sizes_seen_changing_get_their_own_symbol',)
+
+_ref._duck_sized = lambda symbolic, changed: set(symbolic)

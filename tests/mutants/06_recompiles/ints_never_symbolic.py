@@ -1,0 +1,12 @@
+"""Mistake: Python ints are constants forever: every new value of n is a new graph."""
+from checker.kit import load_reference
+
+_ref = load_reference("06_recompiles", "recompiles.py")
+Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _ref.BucketedNPU
+FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
+    _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
+
+KILLED_BY = ('changed_int_becomes_symbolic', 'equal_sizes_share_a_symbol', 'random_calls_automatic', 'random_calls_dynamic', 'sizes_seen_changing_get_their_own_symbol', 'symbolic_from_the_first_call')
+
+_right_symbolic = _ref._symbolic
+_ref._symbolic = lambda dynamic, call, changed: _right_symbolic(dynamic, call, changed) - {"n"}

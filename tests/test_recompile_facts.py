@@ -1,0 +1,162 @@
+"""Every count and message kata 6's lesson states about Dynamo, measured on the installed torch (2.13.0).
+
+A torch upgrade that changes one of them fails here, naming the sentence of katas/06_recompiles/README.md to
+rewrite. The lesson's rules for `predict` are measured too, each time `make test` scores the reference: its checks
+compare the reference's predictions with Dynamo on fixed and random call sequences (`make mutate` does so in the deep
+profile).
+"""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch._dynamo
+import torch._dynamo.utils
+from torch._dynamo.testing import CompileCounter
+
+from checker.child import load_module
+from checker.manifest import KATAS_DIR
+
+KATA = KATAS_DIR / "06_recompiles"
+suspects = load_module(KATA / "suspects.py", "kata06_suspects_for_facts")
+checks = load_module(KATA / "hidden" / "checks.py", "kata06_checks_for_facts")
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    torch._dynamo.reset()
+
+
+def outcomes(calls, dynamic):
+    return [(seen.kind, seen.symbolic) for seen in checks.measure(checks.calls_of(*calls), dynamic)]
+
+
+def guard_failures() -> list[str]:
+    return [str(reason) for reasons in torch._dynamo.utils.guard_failures.values() for reason in reasons]
+
+
+def test_recompile_limit_is_8_then_new_calls_run_eagerly():
+    assert torch._dynamo.config.recompile_limit == 8
+    seen = outcomes([(b, 3) for b in range(1, 11)] + [(3, 3)], False)
+    assert [kind for kind, _ in seen] == ["compile"] * 8 + ["eager", "eager", "reuse"]
+
+
+def test_fullgraph_makes_the_recompile_limit_an_error():
+    compiled = torch.compile(suspects.scaled_relu, backend=CompileCounter(), dynamic=False, fullgraph=True)
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+        for batch in range(1, 11):
+            compiled(torch.ones(batch, 3), 1)
+
+
+def test_the_guard_failure_texts_of_the_table():
+    compiled = torch.compile(suspects.scaled_relu, backend=CompileCounter())
+    compiled(torch.ones(2, 4), 1)
+    compiled(torch.ones(3, 4), 1)
+    compiled(torch.ones(3, 4, dtype=torch.float16), 1)
+    texts = guard_failures()
+    assert any("tensor 'x' size mismatch at index 0. expected 2, actual 3" in t for t in texts), texts
+    assert any("tensor 'x' dtype mismatch. expected Float, actual Half" in t for t in texts), texts
+    torch._dynamo.reset()
+    compiled = torch.compile(suspects.scaled_relu, backend=CompileCounter())
+    compiled(torch.ones(2, 4), 1)
+    compiled(torch.ones(2, 4), 2)
+    assert any(t.split(":", 1)[1].split("#")[0].strip() == "n == 1" for t in guard_failures()), guard_failures()
+
+
+@pytest.mark.parametrize("suspect, guard", [("DecayingHead", "self.calls =="), ("RunningMean", "len(self.seen) == 1")])
+def test_module_state_suspects_recompile_every_call_until_the_limit(suspect, guard):
+    counter = CompileCounter()
+    compiled = torch.compile(getattr(suspects, suspect)(), backend=counter)
+    with torch.no_grad():
+        for _ in range(12):
+            compiled(torch.ones(2, 4))
+    assert counter.frame_count == 8
+    assert any(guard in t for t in guard_failures()), guard_failures()
+
+
+def test_rowwise_loop_traces_a_graph_per_batch_size():
+    counter = CompileCounter()
+    compiled = torch.compile(suspects.rowwise_normalize, backend=counter)
+    for batch in (1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 2, 12):
+        compiled(torch.ones(batch, 4))
+    assert counter.frame_count == 8
+
+
+def test_the_worked_example_of_predict():
+    assert outcomes([(2, 4), (3, 4), (7, 4), (1, 4)], None) == [
+        ("compile", ()), ("compile", ("x.0",)), ("reuse", ()), ("compile", ())]
+
+
+def test_duck_sizing_makes_3x3_then_3x4_two_graphs():
+    assert [kind for kind, _ in outcomes([(3, 3), (3, 4)], True)] == ["compile", "compile"]
+
+
+def test_mark_dynamic_compiles_once_for_many_batch_sizes():
+    counter = CompileCounter()
+    compiled = torch.compile(suspects.scaled_relu, backend=counter)
+    first = torch.ones(2, 4)
+    torch._dynamo.mark_dynamic(first, 0)
+    for x in (first, torch.ones(3, 4), torch.ones(7, 4)):
+        compiled(x, 1)
+    assert counter.frame_count == 1
+
+
+def test_mark_static_keeps_a_dimension_static_under_dynamic_true():
+    counter = CompileCounter()
+    compiled = torch.compile(suspects.scaled_relu, backend=counter, dynamic=True)
+    first = torch.ones(2, 4)
+    torch._dynamo.mark_static(first, 1)
+    compiled(first, 1)
+    compiled(torch.ones(2, 5), 1)
+    assert counter.frame_count == 2
+
+
+def test_stances():
+    counter = CompileCounter()
+    compiled = torch.compile(suspects.scaled_relu, backend=counter)
+    compiled(torch.ones(2, 4), 1)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        compiled(torch.ones(2, 4), 1)
+        with pytest.raises(RuntimeError, match="Detected recompile when torch.compile stance is 'fail_on_recompile'"):
+            compiled(torch.ones(3, 4), 1)
+    with torch.compiler.set_stance("eager_on_recompile"):
+        compiled(torch.ones(5, 4), 1)
+    assert counter.frame_count == 1
+
+
+def test_item_arithmetic_stays_in_the_graph_but_a_branch_on_it_fails():
+    counter = CompileCounter()
+    torch.compile(lambda x: x * x.sum().item(), backend=counter, fullgraph=True)(torch.ones(3))
+    assert counter.frame_count == 1
+
+    def branch(x):
+        if x.sum().item() > 0:
+            return x
+        return -x
+
+    with pytest.raises(Exception, match="data-dependent"):
+        torch.compile(branch, backend=CompileCounter(), fullgraph=True)(torch.ones(3))
+
+
+def test_the_npu_refuses_symbolic_inputs():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from katas.common.npu import NPU, NPUCompileError
+
+    gm = make_fx(torch.relu, tracing_mode="symbolic")(torch.ones(3, 4))
+    example = [node.meta["val"] for node in gm.graph.nodes if node.op == "placeholder"]
+    with pytest.raises(NPUCompileError):
+        NPU.compile(gm, example, name="symbolic")
+
+
+def test_public_and_hidden_suspects_are_the_same_code():
+    import inspect
+
+    hidden = checks.suspects
+    for name in ("scaled_relu", "DecayingHead", "RunningMean", "rowwise_normalize"):
+        assert inspect.getsource(getattr(suspects, name)) == inspect.getsource(getattr(hidden, name)), name
