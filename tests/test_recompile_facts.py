@@ -160,3 +160,10 @@ def test_public_and_hidden_suspects_are_the_same_code():
     hidden = checks.suspects
     for name in ("scaled_relu", "DecayingHead", "RunningMean", "rowwise_normalize"):
         assert inspect.getsource(getattr(suspects, name)) == inspect.getsource(getattr(hidden, name)), name
+
+
+def test_explain_lists_a_tensor_match_on_x_and_an_equals_match_on_n():
+    out = torch._dynamo.explain(suspects.scaled_relu)(torch.ones(2, 4), 3)
+    guards = {guard.name: guard for guard in out.out_guards}
+    assert "TENSOR_MATCH" in str(guards["L['x']"])
+    assert "L['n'] == 3" in str(guards["L['n']"])
