@@ -148,6 +148,15 @@ def test_katas_2_and_5_draw_the_reference_and_an_unfinished_stub_says_why(number
         assert all(isinstance(p.attempt, str) and "not implemented" in p.attempt for p in stub), [p.attempt for p in stub]
 
 
+def test_kata_6_draws_each_fixs_last_graph_with_its_symbolic_inputs_under_the_suspects_graph():
+    solved = pictures(6)
+    assert [p.title for p in solved] == ["FixedDecayingHead", "FixedRunningMean", "fixed_rowwise_normalize"]
+    assert all(isinstance(p.reference, Picture) and isinstance(p.before, Picture) for p in solved)
+    rowwise = solved[2]
+    assert kinds(rowwise.reference)["symbolic"] >= 1, "the batch dimension of the last graph is symbolic"
+    assert len(rowwise.before.nodes) > len(rowwise.reference.nodes), "the suspect's loop is unrolled in its graph"
+
+
 def test_make_graph_writes_the_page_and_prints_the_text_picture(tmp_path):
     out = tmp_path / "kata1.html"
     proc = subprocess.run([sys.executable, "-m", "checker", "graph", "1", "--attempt",

@@ -167,3 +167,13 @@ def test_explain_lists_a_tensor_match_on_x_and_an_equals_match_on_n():
     guards = {guard.name: guard for guard in out.out_guards}
     assert "TENSOR_MATCH" in str(guards["L['x']"])
     assert "L['n'] == 3" in str(guards["L['n']"])
+
+
+def test_mark_unbacked_takes_size_1_into_the_same_graph():
+    counter = CompileCounter()
+    compiled = torch.compile(suspects.scaled_relu, backend=counter)
+    for batch in (2, 1, 3, 1):
+        x = torch.ones(batch, 4)
+        torch._dynamo.decorators.mark_unbacked(x, 0)
+        compiled(x, 1)
+    assert counter.frame_count == 1

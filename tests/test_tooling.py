@@ -348,6 +348,17 @@ def test_diff_sample_of_kata_3_shows_the_single_user_guard_in_both_dialects():
     assert theirs.count("returned 1") == 2 and "NO" not in theirs and theirs.count("kernel ran 1x") == 2, theirs
 
 
+def test_diff_sample_of_kata_6_shows_where_predictions_part_from_dynamo_and_which_bucket_each_batch_used():
+    mutant = REPO_ROOT / "tests" / "mutants" / "06_recompiles" / "every_new_shape_compiles.py"
+    sample = run_sample(get_kata(6), mutant)
+    assert isinstance(sample, tuple), sample
+    mine, theirs = sample
+    assert "Dynamo: compile (x.0 symbolic)" in mine and "Dynamo:" not in theirs, mine
+    for side in (mine, theirs):
+        assert "FixedDecayingHead: 1 graph(s) over 12 call(s)" in side, side
+        assert "batch  3: NPU, 4 rows uploaded" in side and "batch 11: CPU" in side and "fallbacks = 1" in side, side
+
+
 def test_side_by_side_marks_changed_and_one_sided_lines():
     text = side_by_side("a\nb\nc", "a\nB\nc\nd", width=80, colour=False)
     rows = text.splitlines()[1:]
