@@ -142,7 +142,10 @@ def compare_predictions(ctx, calls: Sequence[tuple], dynamic: bool | None, lesso
             raise CheckFailed(
                 f"{head}\n" + (f"{done}\n" if done else "")
                 + f"call {index}: {call_text(calls[index - 1])}: you predicted {_shown(*mine)}; Dynamo did "
-                f"{_shown(seen.kind, seen.symbolic)}.{_reasons(seen)}\n{lesson}")
+                f"{_shown(seen.kind, seen.symbolic)}.{_reasons(seen)}\n{lesson}"
+                + ("\nYour predict() called torch.compile. The checks run it with torch.compile forced to run eagerly "
+                   "(set_stance('force_eager')): a prediction comes from the rules, not from Dynamo."
+                   if got.get("called_torch_compile") else ""))
 
 
 STATIC = "README.md, 'Predict': with dynamic=False every graph is static, and the cache holds 8 graphs."
@@ -220,9 +223,10 @@ def changed_size_becomes_symbolic(ctx):
 
 @CHECKS.check(stage="automatic", weight=2)
 def sizes_0_and_1_stay_static(ctx):
-    """dynamic=None: a size of 1 never becomes symbolic, so it gets a graph of its own"""
+    """dynamic=None: a size of 1 never becomes symbolic, so it gets a graph of its own; 2 is a symbolic size"""
     calls = calls_of((2, 4), (3, 4), (1, 4), (1, 4), (5, 4))
     compare_predictions(ctx, calls, None, AUTOMATIC)
+    compare_predictions(ctx, calls_of((3, 4), (4, 4), (2, 4), (1, 4)), None, AUTOMATIC)
 
 
 @CHECKS.check(stage="automatic", weight=2)

@@ -41,11 +41,24 @@ def _plain_outcome(outcome: Any) -> dict:
 
 
 def predictions(attempt: ModuleType, calls: list[tuple], dynamic: bool | None) -> dict:
-    """attempt.predict on `calls` (shape, n, dtype) built as the attempt's own Call objects."""
+    """attempt.predict on `calls` (shape, n, dtype) built as the attempt's own Call objects, with torch.compile
+    forced to run eagerly: a prediction is worked out from the rules, not read off Dynamo (README.md, 'Predict')."""
     made = [attempt.Call(shape=tuple(shape), n=n, dtype=dtype) for shape, n, dtype in calls]
-    result = attempt.predict(made, dynamic)
+    torch._dynamo.reset()
+    real_compile, compiled = torch.compile, []
+
+    def noting_compile(*args: Any, **kwargs: Any) -> Any:  # only to say why, should a prediction be wrong
+        compiled.append(True)
+        return real_compile(*args, **kwargs)
+
+    torch.compile = noting_compile
+    try:
+        with torch.compiler.set_stance("force_eager"):
+            result = attempt.predict(made, dynamic)
+    finally:
+        torch.compile = real_compile
     items = [_plain_outcome(o) for o in result] if isinstance(result, (list, tuple)) else []
-    return {"type": type(result).__name__, "items": items}
+    return {"type": type(result).__name__, "items": items, "called_torch_compile": bool(compiled)}
 
 
 # --- Part 2: fixes ------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ("rowwise_normalize_serves_every_batch",)
+KILLED_BY = ('rowwise_normalize_serves_every_batch',)
 
 
 def fixed_rowwise_normalize(x):
