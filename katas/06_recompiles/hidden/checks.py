@@ -40,8 +40,6 @@ CHECKS = Checks()
 CHECKS.services.update(DeviceService().handlers())
 CHECKS.worker_setup.append("katas.common.npu:connect_to_device_service")
 
-RECOMPILE_LIMIT = probes.DEFAULT_CACHE_CONFIG["recompile_limit"]
-
 
 # --- Part 1: what Dynamo really does ---------------------------------------------------------------------
 

@@ -76,7 +76,8 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
     return _report(attempt), _report(reference)
 
 
-def _first_graph(module, spec) -> "checker.pictures.Picture":
+def _last_graph(module, spec):
+    """A Picture of the last graph `module`'s fix compiled over the spec's calls, symbolic inputs marked."""
     from checker.pictures import picture_of
 
     captured: list[torch.fx.GraphModule] = []
@@ -122,7 +123,7 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
             for x in checks._inputs(spec, 0)[:3]:
                 torch.compile(suspect, backend=lambda gm, _: captured.append(gm) or gm)(x)
         before = picture_of(captured[-1], f"suspects.{spec.suspect}, third call: graph {len(captured)}")
-        sides = [picture_or_failure(lambda module=module: _first_graph(module, spec)) for module in (attempt, reference)]
+        sides = [picture_or_failure(lambda module=module: _last_graph(module, spec)) for module in (attempt, reference)]
         panels.append(Panel(f"{name}", sides[0], sides[1], before=before))
     if not panels:
         raise ValueError(f"kata 6 draws {', '.join(checks.FIXES)}, not {model!r}")
