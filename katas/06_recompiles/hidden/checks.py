@@ -76,17 +76,7 @@ def measure(calls: Sequence[tuple], dynamic: bool | None) -> list[Seen]:
     torch._dynamo.reset()
     graphs: list[tuple[str, ...]] = []
     ran: list[int] = []
-
-    def backend(gm: torch.fx.GraphModule, example_inputs: list):
-        index = len(graphs)
-        graphs.append(_symbolic_inputs(gm))
-
-        def run(*args):
-            ran.append(index)
-            return gm(*args)
-
-        return run
-
+    backend = probes.recording_backend(graphs, ran, _symbolic_inputs)
     seen = []
     failures = torch._dynamo.utils.guard_failures
     with torch._dynamo.config.patch(probes.DEFAULT_CACHE_CONFIG), quiet():

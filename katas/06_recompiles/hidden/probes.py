@@ -63,13 +63,13 @@ def predictions(attempt: ModuleType, calls: list[tuple], dynamic: bool | None) -
 
 # --- Part 2: fixes ------------------------------------------------------------------------------------------
 
-def _recording_backend(graphs: list[dict], ran: list[int]) -> Callable:
-    """A backend that notes each graph it is handed (its call_function targets) and every time one runs."""
+def recording_backend(graphs: list, ran: list[int], describe: Callable[[torch.fx.GraphModule], Any]) -> Callable:
+    """A backend that notes `describe(gm)` of each graph it is handed, and the graph's index every time one runs
+    (a call that compiled nothing and ran no graph ran eagerly). The checks' own measurements use it too."""
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         index = len(graphs)
-        graphs.append({"ops": [str(getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes
-                               if n.op in ("call_function", "call_method", "call_module")]})
+        graphs.append(describe(gm))
 
         def run(*args: Any) -> Any:
             ran.append(index)
@@ -80,26 +80,38 @@ def _recording_backend(graphs: list[dict], ran: list[int]) -> Callable:
     return backend
 
 
+def _ops(gm: torch.fx.GraphModule) -> dict:
+    return {"ops": [str(getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes
+                    if n.op in ("call_function", "call_method", "call_module")]}
+
+
+def build_fix(attempt: ModuleType, name: str, state: dict | None) -> tuple[Callable, list[str]]:
+    """The attempt's fix `name`: a function as it is, a module class built with its defaults, given the suspect's
+    parameters `state` by name (strict=False) and put in eval mode. Also the parameter names it lacks."""
+    fix = getattr(attempt, name)
+    if not isinstance(fix, type):
+        return fix, []
+    fix = fix()
+    missing: list[str] = []
+    if state is not None:
+        names = {n for n, _ in fix.named_parameters()}
+        missing = sorted(set(state) - names)
+        fix.load_state_dict({k: v for k, v in state.items() if k in names}, strict=False)
+    return fix.eval(), missing
+
+
 def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: dict | None) -> dict:
     """torch.compile(fix, fullgraph=True) with a recording backend, after torch._dynamo.reset(); call it on each
     input in order under no_grad. `state`, for a module fix, is the suspect's parameters, loaded with
     strict=False. Per call: the output, whether it compiled a graph and whether a compiled graph ran it."""
     torch._dynamo.reset()
-    fix = getattr(attempt, name)
-    missing: list[str] = []
-    if isinstance(fix, type):
-        fix = fix()
-        if state is not None:
-            names = {n for n, _ in fix.named_parameters()}
-            missing = sorted(set(state) - names)
-            fix.load_state_dict({k: v for k, v in state.items() if k in names}, strict=False)
-        fix.eval()
-    elif inputs:
+    fix, missing = build_fix(attempt, name, state)
+    if not isinstance(getattr(attempt, name), type) and inputs:
         with torch.no_grad(), quiet():
             fix(inputs[0].clone())  # eagerly first: an unfinished fix says so, instead of failing Dynamo's trace
     graphs: list[dict] = []
     ran: list[int] = []
-    compiled = torch.compile(fix, backend=_recording_backend(graphs, ran), fullgraph=True)
+    compiled = torch.compile(fix, backend=recording_backend(graphs, ran, _ops), fullgraph=True)
     calls = []
     with torch._dynamo.config.patch(DEFAULT_CACHE_CONFIG):
         for x in inputs:

@@ -83,10 +83,7 @@ def _last_graph(module, spec):
     captured: list[torch.fx.GraphModule] = []
     inputs = checks._inputs(spec, 0)
     _, state = checks._eager_outputs(spec, inputs)
-    fix = getattr(module, spec.name)
-    if isinstance(fix, type):
-        fix = fix()
-        fix.load_state_dict(state, strict=False)
+    fix, _ = checks.probes.build_fix(module, spec.name, state)
     torch._dynamo.reset()
     compiled = torch.compile(fix, backend=lambda gm, _: captured.append(gm) or gm)
     with torch.no_grad(), warnings.catch_warnings():
