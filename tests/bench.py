@@ -9,6 +9,8 @@
 - Hypothesis throughput: examples per second of each fuzz check (from the checker's verbose JSON);
 - `python -m checker all --fresh` with every kata solved, and `make test` (skip with --no-make-test).
 
+`make bench ARGS="--kata 7"` times one kata only (the four ways above, no `checker all`, no `make test`).
+
 Targets are ratios to the floor (issue #15), so they mean the same on a slower machine. Not a test: timings
 depend on the machine. Run it after a change that could slow the loop down. It uses a warm server of its own
 (a temporary FX_KATAS_WARM_DIR) and stops it at the end.
@@ -131,6 +133,8 @@ def verdict(ok: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-make-test", action="store_true", help="skip timing `make test` (it takes minutes)")
+    parser.add_argument("--kata", type=int, action="append", metavar="N",
+                        help="time only kata N (repeatable); skips `checker all` and `make test`")
     args = parser.parse_args()
 
     try:
@@ -145,7 +149,7 @@ def _bench(args: argparse.Namespace) -> int:
     print(f"floor (python -c: import torch + one Dynamo compile of a small MLP, best of 3): {floor:.2f} s\n")
     print(f"{'kata':<22} {'cold':>7} {'x':>5} {'first':>7} {'x':>5} {'warm':>7} {'x':>5} {'watch':>7} {'x':>5}  status")
     fuzz_rows, phases, verdicts = [], [], []
-    for kata in load_katas():
+    for kata in [k for k in load_katas() if not args.kata or k.number in args.kata]:
         cold, _ = measure_kata(kata.number, warm=False)
         stop_warm_server()
         first, _ = measure_kata(kata.number)  # cold, and starts the server in the background when done
@@ -170,6 +174,8 @@ def _bench(args: argparse.Namespace) -> int:
         rate = examples / seconds if seconds else float("inf")
         print(f"{slug + '/' + check_id:<58} {examples:>8} {seconds:>8.2f} {rate:>10.1f}")
 
+    if args.kata:
+        return 0
     seconds, status = measure_all_solved()
     print(f"\npython -m checker all --fresh, every kata solved, server warm: {seconds:.1f} s "
           f"(target < {ALL_TARGET_S:.0f} s: {verdict(seconds < ALL_TARGET_S)}); {status}")

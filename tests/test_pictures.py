@@ -157,6 +157,15 @@ def test_kata_6_draws_each_fixs_last_graph_with_its_symbolic_inputs_under_the_su
     assert len(rowwise.before.nodes) > len(rowwise.reference.nodes), "the suspect's loop is unrolled in its graph"
 
 
+def test_kata_7_draws_where_each_rewrite_put_the_fused_node_beside_the_grad_mode_switches():
+    mutant = REPO_ROOT / "tests" / "mutants" / "07_custom_ops" / "rewriter_without_grad_mode_filter.py"
+    panels = {p.title: p for p in pictures(7, mutant, model="grad frozen_pair")}
+    frozen = panels["grad frozen_pair"]
+    assert kinds(frozen.before)["grad_mode"] == 2 and kinds(frozen.before)["fused"] == 0
+    assert kinds(frozen.attempt)["fused"] == 1, "without the filter, the pair is fused past the block's end"
+    assert kinds(frozen.reference)["fused"] == 0 and kinds(frozen.reference)["torch"] == 4
+
+
 def test_make_graph_writes_the_page_and_prints_the_text_picture(tmp_path):
     out = tmp_path / "kata1.html"
     proc = subprocess.run([sys.executable, "-m", "checker", "graph", "1", "--attempt",

@@ -359,6 +359,19 @@ def test_diff_sample_of_kata_6_shows_where_predictions_part_from_dynamo_and_whic
         assert "batch  3: NPU, 4 rows uploaded" in side and "batch 11: CPU" in side and "fallbacks = 1" in side, side
 
 
+def test_diff_sample_of_kata_7_shows_each_rewrite_and_the_fused_ops_a_training_step_ran():
+    mutant = REPO_ROOT / "tests" / "mutants" / "07_custom_ops" / "rewriter_without_grad_mode_filter.py"
+    sample = run_sample(get_kata(7), mutant)
+    assert isinstance(sample, tuple), sample
+    mine, theirs = sample
+    assert "grad frozen_pair: fuse_with_rewriter returned 1" in mine, mine
+    assert "grad frozen_pair: fuse_with_rewriter returned 0" in theirs, theirs
+    for side in (mine, theirs):
+        assert "shared residual: fuse_with_rewriter returned 0" in side, side
+        assert "torch.ops.npu.linear_gelu.default(l_x_, l_self_modules_fc_parameters_weight_, None, 'none')" in side
+        assert "forward ran linear_gelu 1x, aten.gelu 0x; backward ran linear_gelu_backward 1x" in side, side
+
+
 def test_side_by_side_marks_changed_and_one_sided_lines():
     text = side_by_side("a\nb\nc", "a\nB\nc\nd", width=80, colour=False)
     rows = text.splitlines()[1:]

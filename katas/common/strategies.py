@@ -80,3 +80,20 @@ def capture_plans(captures, wrappings=("plain",)) -> st.SearchStrategy[tuple[str
         return st.tuples(st.just(method), st.sampled_from(usable), dynamic)
 
     return st.sampled_from(tuple(captures)).flatmap(plans_for)
+
+
+def linear_gelu_calls() -> st.SearchStrategy[dict]:
+    """One call of a fused linear+GELU op, as plain data (kata 7's `OpCase` fields): x of shape (*lead, in) with
+    0 to 3 leading dimensions (a zero-size batch among them), weight (out, in), a bias or None, both GELU forms,
+    float32 or float64, x with or without requires_grad. Shrinks toward a 2-D float32 call with a bias."""
+    leads = st.sampled_from(((2,), (), (1,), (3, 2), (2, 1, 3), (0, 2)))
+    return st.fixed_dictionaries({
+        "lead": leads,
+        "in_features": WIDTHS,
+        "out_features": WIDTHS,
+        "bias": st.booleans().map(lambda b: not b),
+        "approximate": st.sampled_from(("none", "tanh")),
+        "dtype": st.sampled_from(("float32", "float64")),
+        "seed": st.integers(min_value=0, max_value=2**16),
+        "x_requires_grad": st.booleans().map(lambda b: not b),
+    })

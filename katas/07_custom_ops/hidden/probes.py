@@ -1,0 +1,480 @@
+"""Probes for kata 7's checks: everything that runs the attempt's code.
+
+The attempt's ops exist only in the process that imported the attempt (the worker), so everything that calls them
+runs here: opcheck, the fake kernel under FakeTensorMode and export, gradients, the out= variant, the rewrite of a
+Dynamo graph, and a training step through the attempt's backend. A probe takes plain data (an op case, a model
+recipe) and returns plain data: tensors, shapes, op names and counts, exception text. checks.py computes every
+eager answer in its own process from the same recipes and compares; nothing here knows what a right answer is.
+
+An exception the attempt raises that no probe expects (NotImplementedError from the stub, a bug) propagates, so
+the checker reports it at the attempt's own file and line.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from katas.common.models import MLPSpec, build_mlp, example_input
+from katas.common.quiet import quiet
+
+OPS = ("linear_gelu", "linear_gelu_backward", "linear_gelu_out")  # the attempt's module attributes
+
+
+class NotACustomOp(Exception):
+    """The attribute exists but is not what torch.library.custom_op returns."""
+
+
+def custom_op(attempt: ModuleType, name: str):
+    """The attempt's op `name`, as the CustomOpDef `torch.library.custom_op` returned.
+
+    A plain function is called once on sample inputs first, so the stub's NotImplementedError reads as
+    unfinished work; a plain function that runs is reported as not being a custom op."""
+    from torch._library.custom_ops import CustomOpDef
+
+    value = getattr(attempt, name, None)
+    if isinstance(value, CustomOpDef):
+        return value
+    if callable(value):
+        case = OpCase()
+        x, weight, bias = case.tensors()
+        args = {"linear_gelu_backward": (torch.ones(2, 3), x, weight, bias),
+                "linear_gelu_out": (x, weight, bias, torch.empty(2, 3))}.get(name, (x, weight, bias))
+        value(*args)
+    kind = "missing" if value is None else type(value).__name__
+    raise NotACustomOp(f"{name} is {kind}, not a custom op: decorate it with @torch.library.custom_op(...)")
+
+
+def op_name(attempt: ModuleType, name: str) -> str:
+    """`npu::linear_gelu` -> "npu.linear_gelu.default": how graphs and the dispatcher name the op."""
+    return str(custom_op(attempt, name)._opoverload)
+
+
+# --- op cases: the same tensors on both sides -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OpCase:
+    """One call of linear_gelu: x of shape (*lead, in_features), a weight (out_features, in_features)."""
+
+    lead: tuple[int, ...] = (2,)
+    in_features: int = 4
+    out_features: int = 3
+    bias: bool = True
+    approximate: str = "none"
+    dtype: str = "float32"
+    seed: int = 0
+    x_requires_grad: bool = True
+
+    def tensors(self, requires_grad: bool = False) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+        generator = torch.Generator().manual_seed(self.seed)
+        dtype = getattr(torch, self.dtype)
+        x = torch.randn(*self.lead, self.in_features, generator=generator, dtype=dtype)
+        weight = torch.randn(self.out_features, self.in_features, generator=generator, dtype=dtype)
+        bias = torch.randn(self.out_features, generator=generator, dtype=dtype) if self.bias else None
+        if requires_grad:
+            x.requires_grad_(self.x_requires_grad)
+            weight.requires_grad_()
+            if bias is not None:
+                bias.requires_grad_()
+        return x, weight, bias
+
+    def describe(self) -> str:
+        shape = (*self.lead, self.in_features)
+        bias = "a bias" if self.bias else "no bias (None)"
+        grad = "" if self.x_requires_grad else ", x without requires_grad"
+        return (f"x {shape} {self.dtype}, weight ({self.out_features}, {self.in_features}), {bias}, "
+                f"approximate={self.approximate!r}{grad}")
+
+
+def _as_case(case: Any) -> OpCase:
+    return case if isinstance(case, OpCase) else OpCase(**case)
+
+
+def schema(attempt: ModuleType, name: str) -> dict:
+    """The op's schema as data: each argument's type, default and whether it is declared written."""
+    op = custom_op(attempt, name)
+    parsed = op._opoverload._schema
+    return {
+        "text": str(parsed),
+        "arguments": [{"name": a.name, "type": str(a.type), "default": a.default_value if a.has_default_value() else
+                       "<none>", "written": bool(a.alias_info and a.alias_info.is_write)} for a in parsed.arguments],
+        "returns": [str(r.type) for r in parsed.returns],
+    }
+
+
+def run_opcheck(attempt: ModuleType, name: str, cases: list[dict]) -> list[dict]:
+    """torch.library.opcheck of the op on each case: {test name: "SUCCESS" or the failure's text} per case."""
+    op = custom_op(attempt, name)
+    results = []
+    for raw in cases:
+        case = _as_case(raw)
+        x, weight, bias = case.tensors(requires_grad=True)
+        if name == "linear_gelu":
+            args = (x, weight, bias, case.approximate)
+        elif name == "linear_gelu_backward":
+            grad = torch.randn(*case.lead, case.out_features, dtype=x.dtype)
+            args = (grad, x.detach(), weight.detach(), None if bias is None else bias.detach(), case.approximate)
+        else:
+            out = torch.empty(*case.lead, case.out_features, dtype=x.dtype)
+            args = (x.detach(), weight.detach(), None if bias is None else bias.detach(), out, case.approximate)
+        with quiet():
+            report = torch.library.opcheck(op, args, raise_exception=False)
+        results.append({test: outcome if outcome == "SUCCESS" else f"{type(outcome).__name__}: {outcome}"[:600]
+                        for test, outcome in report.items()})
+    return results
+
+
+def forward(attempt: ModuleType, case: dict) -> torch.Tensor:
+    """The attempt's linear_gelu on the case's tensors."""
+    case = _as_case(case)
+    x, weight, bias = case.tensors()
+    return custom_op(attempt, "linear_gelu")(x, weight, bias, case.approximate)
+
+
+def fake_and_real(attempt: ModuleType, case: dict) -> dict:
+    """Shape, dtype and device of linear_gelu's output from the fake kernel (FakeTensorMode) and the real one."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    case = _as_case(case)
+    op = custom_op(attempt, "linear_gelu")
+    x, weight, bias = case.tensors()
+    real = op(x, weight, bias, case.approximate)
+    with FakeTensorMode() as mode:
+        fx, fw = mode.from_tensor(x), mode.from_tensor(weight)
+        fb = mode.from_tensor(bias) if bias is not None else None
+        fake = op(fx, fw, fb, case.approximate)
+    describe = lambda t: {"shape": list(t.shape), "dtype": str(t.dtype), "device": str(t.device)}  # noqa: E731
+    return {"fake": describe(fake), "real": describe(real)}
+
+
+class _CallsOp(nn.Module):
+    def __init__(self, op: Callable, weight: torch.Tensor, bias: Optional[torch.Tensor], approximate: str) -> None:
+        super().__init__()
+        self.op, self.approximate = op, approximate
+        self.weight = nn.Parameter(weight)
+        self.bias = nn.Parameter(bias) if bias is not None else None
+
+    def forward(self, x):
+        return self.op(x, self.weight, self.bias, self.approximate)
+
+
+def export_with_dynamic_batch(attempt: ModuleType, case: dict) -> dict:
+    """torch.export of a module calling linear_gelu, every leading dimension of x a `Dim`: does the fake kernel
+    keep them symbolic? Returns the error text, or the output's sizes as export recorded them."""
+    case = _as_case(case)
+    x, weight, bias = case.tensors()
+    module = _CallsOp(custom_op(attempt, "linear_gelu"), weight, bias, case.approximate)
+    dims = {i: torch.export.Dim(f"d{i}", min=2) for i in range(len(case.lead))}
+    try:
+        with quiet():
+            ep = torch.export.export(module, (x,), dynamic_shapes=(dims,))
+    except Exception as exc:  # noqa: BLE001 - the check reports it
+        return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:400]}"}
+    out = [n for n in ep.graph.nodes if n.op == "output"][0].args[0][0]
+    sizes = [str(s) for s in out.meta["val"].shape]
+    bigger = x.new_ones(*(d + 1 for d in case.lead), case.in_features)
+    with torch.no_grad():
+        ran = list(ep.module()(bigger).shape)
+    return {"sizes": sizes, "ran_on_bigger_batch": ran}
+
+
+class OpRecorder(TorchDispatchMode):
+    """Every operator that reaches the dispatcher while active, by name (inner calls of a custom op's kernel are
+    not seen: the kernel runs with the mode popped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def gradients(attempt: ModuleType, case: dict) -> dict:
+    """Output and gradients of sum(out * g) through the attempt's linear_gelu, eagerly, and which ops ran in the
+    backward pass."""
+    case = _as_case(case)
+    x, weight, bias = case.tensors(requires_grad=True)
+    out = custom_op(attempt, "linear_gelu")(x, weight, bias, case.approximate)
+    seen = OpRecorder()
+    with seen:
+        (out * _grad_weights(out)).sum().backward()
+    return {"out": out.detach(), "x": x.grad, "weight": weight.grad, "bias": None if bias is None else bias.grad,
+            "backward_ops": dict(seen.ops)}
+
+
+def _grad_weights(out: torch.Tensor) -> torch.Tensor:
+    """Fixed, uneven weights for the loss, so every output element's gradient differs."""
+    return torch.linspace(-1.0, 2.0, out.numel(), dtype=out.dtype).reshape(out.shape)
+
+
+def out_variant(attempt: ModuleType, case: dict) -> dict:
+    """linear_gelu_out eagerly (into a NaN-filled buffer) and inside torch.compile(backend="aot_eager")."""
+    case = _as_case(case)
+    op = custom_op(attempt, "linear_gelu_out")
+    x, weight, bias = case.tensors()
+    out = torch.full((*case.lead, case.out_features), float("nan"), dtype=x.dtype)
+    returned = op(x, weight, bias, out, case.approximate)
+
+    def allocate_and_call(x, weight, bias):
+        buffer = torch.zeros(*x.shape[:-1], weight.shape[0], dtype=x.dtype)
+        op(x, weight, bias, buffer, case.approximate)
+        return buffer * 1.0
+
+    torch._dynamo.reset()
+    try:
+        with quiet():
+            compiled = torch.compile(allocate_and_call, backend="aot_eager", fullgraph=True)(x, weight, bias)
+    except Exception as exc:  # noqa: BLE001 - the check reports it
+        compiled = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:400]}"
+    return {"returned": repr(returned)[:200], "out": out, "compiled": compiled}
+
+
+# --- models: the rewrite and training stages --------------------------------------------------------------
+
+class Pair(nn.Module):
+    """One Linear -> GELU pair written as `form` says, then a head."""
+
+    FORMS = {
+        "F.gelu(z)": lambda z: F.gelu(z),
+        "nn.GELU()": nn.GELU(),
+        "nn.GELU('tanh')": nn.GELU(approximate="tanh"),
+        "F.gelu(z, approximate='tanh')": lambda z: F.gelu(z, approximate="tanh"),
+        "F.gelu(z, approximate='none')": lambda z: F.gelu(z, approximate="none"),
+    }
+
+    def __init__(self, form: str, bias: bool = True) -> None:
+        super().__init__()
+        self.form = form
+        self.fc = nn.Linear(4, 5, bias=bias)
+        self.act = self.FORMS[form]
+        self.head = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.head(self.act(self.fc(x)))
+
+
+class SharedOutput(nn.Module):
+    """The Linear's output z has a second reader: `kind` says which."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        z = self.fc(x)
+        if self.kind == "residual":
+            return F.gelu(z) + z
+        if self.kind == "returned":
+            return F.gelu(z), z
+        if self.kind == "read_before":
+            gate = torch.sigmoid(z)
+            return F.gelu(z) * gate
+        raise ValueError(self.kind)
+
+
+class GradModes(nn.Module):
+    """A pair and a `with torch.no_grad():` block: `kind` says where the block ends.
+
+    frozen_pair      the Linear and the GELU inside the block, their reader after it
+    frozen_linear    the Linear inside the block, the GELU after it
+    frozen_head      the pair before the block, its reader inside it
+    frozen_block     the pair and its reader inside the block
+    unrelated_block  the block computes something else before the pair
+    """
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.fc = nn.Linear(4, 5)
+        self.head = nn.Linear(5, 3)
+        self.tail = nn.Linear(3, 3)
+
+    def forward(self, x):
+        if self.kind == "frozen_pair":
+            with torch.no_grad():
+                h = F.gelu(self.fc(x))
+            return self.tail(self.head(h))
+        if self.kind == "frozen_linear":
+            with torch.no_grad():
+                z = self.fc(x)
+            return self.tail(self.head(F.gelu(z)))
+        if self.kind == "frozen_head":
+            h = F.gelu(self.fc(x))
+            with torch.no_grad():
+                y = self.head(h)
+            return self.tail(y) + h.sum(-1, keepdim=True)
+        if self.kind == "frozen_block":
+            with torch.no_grad():
+                y = self.head(F.gelu(self.fc(x)))
+            return self.tail(y) + x.sum(-1, keepdim=True)
+        if self.kind == "unrelated_block":
+            with torch.no_grad():
+                scale = x.abs().mean() + 1.0
+            return self.tail(self.head(F.gelu(self.fc(x)) * scale))
+        raise ValueError(self.kind)
+
+
+RECIPES: dict[str, Callable[[], nn.Module]] = {
+    **{f"pair {form}": (lambda form=form: Pair(form)) for form in Pair.FORMS},
+    "pair F.gelu(z), Linear without bias": lambda: Pair("F.gelu(z)", bias=False),
+    "pair nn.GELU('tanh'), Linear without bias": lambda: Pair("nn.GELU('tanh')", bias=False),
+    **{f"shared {kind}": (lambda kind=kind: SharedOutput(kind)) for kind in ("residual", "returned", "read_before")},
+    **{f"grad {kind}": (lambda kind=kind: GradModes(kind))
+       for kind in ("frozen_pair", "frozen_linear", "frozen_head", "frozen_block", "unrelated_block")},
+}
+
+
+def build(recipe: Any) -> tuple[nn.Module, torch.Tensor]:
+    """A model and its input from a recipe: a name of RECIPES, or an MLPSpec. Same weights on every side."""
+    if isinstance(recipe, MLPSpec):
+        model = build_mlp(recipe).train()
+        return model, example_input(recipe)
+    with torch.random.fork_rng():
+        torch.manual_seed(7)
+        model = RECIPES[recipe]().train()
+        x = torch.randn(2, 3, 4)
+    return model, x
+
+
+def eager_run(recipe: Any, x: Optional[torch.Tensor] = None) -> dict:
+    """The model's outputs and the gradients of `loss(outputs)` for every parameter and the input, eagerly."""
+    model, default_x = build(recipe)
+    return _run_and_backward(model, lambda x: model(x), default_x if x is None else x)
+
+
+def _outputs(result: Any) -> list[torch.Tensor]:
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def loss(outputs: list[torch.Tensor]) -> torch.Tensor:
+    total = 0
+    for out in outputs:
+        if out.requires_grad:
+            total = total + (out * _grad_weights(out)).sum()
+    return total
+
+
+def _run_and_backward(model: nn.Module, call: Callable, x: torch.Tensor) -> dict:
+    x = x.detach().clone().requires_grad_()
+    for p in model.parameters():
+        p.grad = None
+    outputs = _outputs(call(x))
+    total = loss(outputs)
+    if isinstance(total, torch.Tensor):
+        total.backward()
+    # copies: a later backward through the same tensors accumulates into .grad in place
+    grads = {name: None if p.grad is None else p.grad.clone() for name, p in model.named_parameters()}
+    grads["input"] = None if x.grad is None else x.grad.clone()
+    return {"outputs": [o.detach() for o in outputs], "grads": grads}
+
+
+def _dynamo_graph(model: nn.Module, x: torch.Tensor) -> tuple[torch.fx.GraphModule, list, Callable, list]:
+    """Dynamo's graph of model(x), captured with grad mode on, its example inputs, and the compiled model, which
+    runs the graph as it is when called (rewritten in place and recompiled, or not) with Dynamo's own handling of
+    inputs and outputs; and the list of every graph the compiled model captures (one, unless it recompiles)."""
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append((gm, list(example_inputs)))
+        return lambda *args: gm(*args)  # not gm.forward: that would keep the code from before the rewrite
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=keep, fullgraph=True)
+    with quiet():
+        compiled(x.detach().clone().requires_grad_())  # as _run_and_backward calls it: no recompile there
+    gm, example_inputs = graphs[0]
+    return gm, example_inputs, compiled, graphs
+
+
+def _targets(gm: torch.fx.GraphModule, names: dict[str, str]) -> dict[str, int]:
+    """How many call_function nodes of gm call each op of `names` (label -> op name as the dispatcher has it)."""
+    counts = Counter()
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if target is torch._C._nn.linear:
+            counts["linear"] += 1
+        elif target is torch._C._nn.gelu:
+            counts["gelu"] += 1
+        else:
+            text = str(target)
+            for label, name in names.items():
+                if text == name or f"{text}.default" == name:
+                    counts[label] += 1
+    return dict(counts)
+
+
+def rewrite(attempt: ModuleType, recipe: Any) -> dict:
+    """Capture the recipe's model with Dynamo (grad mode on, as in training), rewrite the graph with the attempt's
+    fuse_with_rewriter, run it forward and backward, and rewrite once more.
+
+    Returns what fuse_with_rewriter returned (twice), the graph's linear/gelu/fused node counts before and
+    after, its code, how many times running it called the fused op, and the outputs and gradients of running
+    the rewritten graph."""
+    names = {"fused": op_name(attempt, "linear_gelu")}
+    model, x = build(recipe)
+    gm, example_inputs, compiled, graphs = _dynamo_graph(model, x)
+    before = _targets(gm, names)
+    returned = attempt.fuse_with_rewriter(gm)
+    after = _targets(gm, names)
+    code = gm.code
+    ran = _run_and_backward(model, compiled, x)
+    if len(graphs) != 1:
+        raise RuntimeError("kata 7 probe: running the rewritten graph made Dynamo capture a new one")
+    calls = OpRecorder()
+    with calls, torch.no_grad():
+        gm(*example_inputs)  # the code gm runs now: a graph edited but not recompiled still runs the old code
+    again = attempt.fuse_with_rewriter(gm)
+    return {"returned": returned if isinstance(returned, int) else repr(returned)[:100], "again": again if
+            isinstance(again, int) else repr(again)[:100], "before": before, "after": after, "code": code,
+            "fused_calls": calls.ops.get(names["fused"], 0), **ran}
+
+
+def train(attempt: ModuleType, recipe: Any, batches: list[list[int]]) -> dict:
+    """torch.compile(model, backend=attempt.npu_training_backend, fullgraph=True), one forward and backward per
+    batch shape; then the first compiled graph replayed once more with every operator it runs noted, forward and
+    backward apart."""
+    names = {"fused": op_name(attempt, "linear_gelu"), "fused_backward": op_name(attempt, "linear_gelu_backward")}
+    model, x = build(recipe)
+    compiled_graphs = []
+
+    def noting_backend(gm, example_inputs):
+        compiled = attempt.npu_training_backend(gm, example_inputs)
+        compiled_graphs.append((compiled, list(example_inputs)))
+        return compiled
+
+    torch._dynamo.reset()
+    compiled_model = torch.compile(model, backend=noting_backend, fullgraph=True)
+    runs = []
+    for shape in batches:
+        batch = torch.randn(*shape, x.shape[-1], generator=torch.Generator().manual_seed(sum(shape)), dtype=x.dtype)
+        with quiet():
+            runs.append({"input": batch, **_run_and_backward(model, compiled_model, batch)})
+    compiled, example_inputs = compiled_graphs[0]
+    forward_ops, backward_ops = OpRecorder(), OpRecorder()
+    with forward_ops:
+        outputs = compiled(*example_inputs)
+    with backward_ops:
+        total = loss([o for o in _outputs(outputs) if isinstance(o, torch.Tensor)])
+        if isinstance(total, torch.Tensor):
+            total.backward()
+    for t in example_inputs:
+        t.grad = None
+
+    def labelled(counter: Counter) -> dict:
+        return {label: counter.get(name, 0) for label, name in names.items()} | {
+            "aten.gelu": counter.get("aten.gelu.default", 0), "aten.gelu_backward": counter.get(
+                "aten.gelu_backward.default", 0)}
+
+    return {"runs": runs, "graphs": len(compiled_graphs), "forward": labelled(forward_ops.ops),
+            "backward": labelled(backward_ops.ops)}

@@ -1,0 +1,126 @@
+"""A different correct attempt at kata 7, written without looking at the reference's internals.
+
+- The ops: the GELU derivative written out from its formulas (no aten.gelu_backward), bias gradients summed over
+  every leading dimension at once, fake kernels built with torch.empty(..., dtype=, device=).
+- The rewrite: a hand-written pass instead of replace_pattern. It computes the grad mode at every node and fuses a
+  pair where the GELU was, when the Linear and the GELU run in the same grad mode. It therefore fuses two pairs the
+  rewriter must refuse, a pair inside a no_grad block whose reader is after it and a pair whose reader is inside a
+  later block, which the lesson allows.
+- The backend: aot_autograd with make_boxed_func compilers, fused first.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+from functorch.compile import make_boxed_func
+from torch._dynamo.backends.common import aot_autograd
+
+
+@torch.library.custom_op("npu::linear_gelu", mutates_args=())
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                approximate: str = "none") -> torch.Tensor:
+    pre = torch.matmul(x, weight.t())
+    if bias is not None:
+        pre = pre + bias
+    return F.gelu(pre, approximate=approximate)
+
+
+@linear_gelu.register_fake
+def _(x, weight, bias, approximate="none"):
+    return torch.empty(x.shape[:-1] + weight.shape[:1], dtype=x.dtype, device=x.device)
+
+
+def _gelu_derivative(z: torch.Tensor, approximate: str) -> torch.Tensor:
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        inner = k * (z + 0.044715 * z ** 3)
+        t = torch.tanh(inner)
+        return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * k * (1 + 3 * 0.044715 * z * z)
+    cdf = 0.5 * (1 + torch.erf(z / math.sqrt(2.0)))
+    pdf = torch.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return cdf + z * pdf
+
+
+@torch.library.custom_op("npu::linear_gelu_backward", mutates_args=())
+def linear_gelu_backward(grad: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                         approximate: str = "none") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    z = torch.matmul(x, weight.t()) + (bias if bias is not None else 0)
+    dz = grad * _gelu_derivative(z, approximate)
+    lead = tuple(range(dz.dim() - 1))
+    grad_weight = torch.einsum("...o,...i->oi", dz, x)
+    grad_bias = dz.sum(dim=lead) if lead else dz.clone()
+    return torch.matmul(dz, weight), grad_weight, grad_bias
+
+
+@linear_gelu_backward.register_fake
+def _(grad, x, weight, bias, approximate="none"):
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device), torch.empty(weight.shape, dtype=x.dtype,
+            device=x.device), torch.empty(weight.shape[:1], dtype=x.dtype, device=x.device))
+
+
+def _save(ctx, inputs, output):
+    x, weight, bias, approximate = inputs
+    ctx.save_for_backward(x, weight, bias)
+    ctx.approximate = approximate
+    ctx.bias_given = bias is not None
+
+
+def _grad(ctx, grad):
+    x, weight, bias = ctx.saved_tensors
+    gx, gw, gb = torch.ops.npu.linear_gelu_backward(grad, x, weight, bias, ctx.approximate)
+    return gx, gw, (gb if ctx.bias_given else None), None
+
+
+linear_gelu.register_autograd(_grad, setup_context=_save)
+
+
+@torch.library.custom_op("npu::linear_gelu_out", mutates_args=["out"])
+def linear_gelu_out(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], out: torch.Tensor,
+                    approximate: str = "none") -> None:
+    out.copy_(linear_gelu(x, weight, bias, approximate))
+
+
+def _grad_mode_at(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
+    mode, modes = True, {}
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
+            mode = bool(node.args[0])
+        modes[node] = mode
+    return modes
+
+
+def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
+    modes = _grad_mode_at(gm.graph)
+    pairs = []
+    for gelu in gm.graph.nodes:
+        if gelu.op != "call_function" or gelu.target is not torch._C._nn.gelu:
+            continue
+        linear = gelu.args[0]
+        if not (isinstance(linear, torch.fx.Node) and linear.target is torch._C._nn.linear):
+            continue
+        if len(linear.users) != 1 or modes[linear] != modes[gelu]:
+            continue
+        pairs.append((linear, gelu))
+    for linear, gelu in pairs:
+        x, weight = linear.args[0], linear.args[1]
+        bias = linear.args[2] if len(linear.args) > 2 else linear.kwargs.get("bias")
+        with gm.graph.inserting_before(gelu):
+            fused = gm.graph.call_function(torch.ops.npu.linear_gelu.default,
+                                           (x, weight, bias, gelu.kwargs.get("approximate", "none")))
+        fused.meta = dict(gelu.meta)
+        gelu.replace_all_uses_with(fused)
+        gm.graph.erase_node(gelu)
+        gm.graph.erase_node(linear)
+    gm.graph.lint()
+    gm.recompile()
+    return len(pairs)
+
+
+def npu_training_backend(gm: torch.fx.GraphModule, example_inputs: list):
+    fuse_with_rewriter(gm)
+    return aot_autograd(fw_compiler=lambda g, _: make_boxed_func(g.forward),
+                        bw_compiler=lambda g, _: make_boxed_func(g.forward))(gm, example_inputs)

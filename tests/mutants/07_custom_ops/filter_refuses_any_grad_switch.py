@@ -1,0 +1,24 @@
+"""Mistake: the filter refuses every pair of a graph that switches the grad mode anywhere, even far from the pair."""
+from checker.kit import load_reference
+
+_ref = load_reference("07_custom_ops", "vendor_op.py")
+linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
+fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
+
+KILLED_BY = ('rewriter_respects_no_grad_blocks',)
+
+
+def _no_switch_anywhere(match, graph, pattern):
+    return not any(n.op == "call_function" and n.target in _ref.GRAD_MODE_SWITCHES for n in graph.nodes)
+
+
+def fuse_with_rewriter(gm):
+    from torch.fx.subgraph_rewriter import replace_pattern_with_filters
+
+    fused = sum(len(replace_pattern_with_filters(gm, p, r, match_filters=[_no_switch_anywhere]))
+                for p, r in _ref.REWRITES)
+    gm.recompile()
+    return fused
+
+
+_ref.fuse_with_rewriter = fuse_with_rewriter

@@ -1,0 +1,232 @@
+"""Every behaviour kata 7's lesson states about torch.library and the subgraph rewriter, measured on the installed
+torch (2.13.0).
+
+A torch upgrade that changes one of them fails here, naming the sentence of katas/07_custom_ops/README.md to rewrite.
+Ops made here live in the namespace `kata7facts`, apart from the reference's `npu` ops.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import pytest
+import torch
+import torch._dynamo
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx.subgraph_rewriter import replace_pattern, replace_pattern_with_filters
+
+from checker.child import load_module
+from checker.manifest import KATAS_DIR, REPO_ROOT
+
+reference = load_module(REPO_ROOT / "solutions" / "07_custom_ops" / "vendor_op.py", "kata07_reference_for_facts")
+probes = load_module(KATAS_DIR / "07_custom_ops" / "hidden" / "probes.py", "kata07_probes_for_facts")
+kata3 = load_module(REPO_ROOT / "solutions" / "03_fusion_guard" / "fusion.py", "kata03_reference_for_kata07_facts")
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    torch._dynamo.reset()
+
+
+def dynamo_graph(model: nn.Module, x: torch.Tensor) -> torch.fx.GraphModule:
+    graphs = []
+    torch.compile(model, backend=lambda gm, _: graphs.append(gm) or gm.forward, fullgraph=True)(x)
+    return graphs[0]
+
+
+def calls(gm: torch.fx.GraphModule) -> list[tuple[str, tuple, dict]]:
+    return [(getattr(n.target, "__name__", str(n.target)), n.args, n.kwargs) for n in gm.graph.nodes
+            if n.op == "call_function"]
+
+
+# --- Step 1 and 4: schemas ------------------------------------------------------------------------------------
+
+def test_custom_op_reads_the_schema_from_type_hints_and_mutates_args():
+    assert str(reference.linear_gelu._opoverload._schema) == (
+        'npu::linear_gelu(Tensor x, Tensor weight, Tensor? bias, str approximate="none") -> Tensor')
+    assert str(reference.linear_gelu_out._opoverload._schema) == (
+        'npu::linear_gelu_out(Tensor x, Tensor weight, Tensor? bias, Tensor(a3!) out, str approximate="none") -> ()')
+
+
+def test_opcheck_runs_four_tests_and_the_reference_passes_them():
+    x, w, b = torch.randn(2, 3, 4, requires_grad=True), torch.randn(5, 4, requires_grad=True), torch.randn(5)
+    report = torch.library.opcheck(reference.linear_gelu, (x, w, b, "tanh"))
+    assert report == {"test_schema": "SUCCESS", "test_autograd_registration": "SUCCESS",
+                      "test_faketensor": "SUCCESS", "test_aot_dispatch_dynamic": "SUCCESS"}
+
+
+@torch.library.custom_op("kata7facts::write_undeclared", mutates_args=())
+def write_undeclared(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(x * 2)
+
+
+@write_undeclared.register_fake
+def _write_undeclared_fake(x, out):
+    return None
+
+
+def test_an_undeclared_write_fails_opchecks_schema_test_and_compilers_drop_the_call():
+    """README 'Step 4': eager is right, opcheck's test_schema names the argument, aot_eager and inductor drop the call."""
+    report = torch.library.opcheck(write_undeclared, (torch.ones(3), torch.zeros(3)), raise_exception=False)
+    assert "Argument out is not defined as mutable but was mutated" in str(report["test_schema"])
+
+    def double_into_buffer(x):
+        out = torch.zeros(3)
+        write_undeclared(x, out)
+        return out + 0
+
+    assert torch.equal(double_into_buffer(torch.ones(3)), torch.full((3,), 2.0))
+    for backend in ("aot_eager", "inductor"):
+        torch._dynamo.reset()
+        assert torch.equal(torch.compile(double_into_buffer, backend=backend, fullgraph=True)(torch.ones(3)),
+                           torch.zeros(3)), backend
+
+
+# --- Step 2: fake kernels -------------------------------------------------------------------------------------
+
+@torch.library.custom_op("kata7facts::linear_int_sizes", mutates_args=())
+def linear_int_sizes(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return F.linear(x, weight)
+
+
+@linear_int_sizes.register_fake
+def _linear_int_sizes_fake(x, weight):
+    return x.new_empty((int(x.shape[0]), int(weight.shape[0])))
+
+
+def test_a_fake_kernel_that_ints_its_sizes_passes_opcheck_and_breaks_export_with_a_dim():
+    assert all(v == "SUCCESS" for v in torch.library.opcheck(
+        linear_int_sizes, (torch.randn(3, 4), torch.randn(5, 4)), raise_exception=False).values())
+
+    class Calls(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(5, 4))
+
+        def forward(self, x):
+            return linear_int_sizes(x, self.weight)
+
+    with pytest.raises(Exception, match="Constraints violated"):
+        torch.export.export(Calls(), (torch.randn(3, 4),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+
+
+# --- Step 5: how Dynamo writes the pair, and what the matcher does --------------------------------------------
+
+class Pair(nn.Module):
+    def __init__(self, act, bias=True):
+        super().__init__()
+        self.fc, self.act = nn.Linear(4, 4, bias=bias), act
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+def test_dynamo_writes_the_gelu_keyword_as_the_source_did_and_none_for_a_missing_bias():
+    x = torch.randn(2, 4)
+    (_, _, module_kwargs), = [c for c in calls(dynamo_graph(Pair(nn.GELU()), x)) if c[0] == "gelu"]
+    (_, _, functional_kwargs), = [c for c in calls(dynamo_graph(Pair(lambda z: F.gelu(z)), x)) if c[0] == "gelu"]
+    (_, linear_args, _), = [c for c in calls(dynamo_graph(Pair(nn.GELU(), bias=False), x)) if c[0] == "linear"]
+    assert module_kwargs == {"approximate": "none"} and functional_kwargs == {} and linear_args[2] is None
+
+
+def _pattern_no_keyword(x, w, b):
+    return torch._C._nn.gelu(torch._C._nn.linear(x, w, b))
+
+
+def _fused_none(x, w, b):
+    return reference.linear_gelu(x, w, b, "none")
+
+
+def test_a_pattern_matches_its_keywords_as_written_and_a_placeholder_matches_none():
+    x = torch.randn(2, 4)
+    fused = lambda model, **kw: len(replace_pattern_with_filters(  # noqa: E731
+        dynamo_graph(model, x), _pattern_no_keyword, _fused_none, **kw))
+    assert fused(Pair(lambda z: F.gelu(z))) == 1
+    assert fused(Pair(lambda z: F.gelu(z), bias=False)) == 1  # b matched the literal None
+    assert fused(Pair(nn.GELU())) == 0  # approximate='none' written out: another form
+    assert fused(Pair(nn.GELU()), ignore_literals=True) == 0  # a keyword present vs absent still differs
+
+
+def test_ignore_literals_matches_tanh_with_a_none_pattern_and_the_replacement_keeps_its_own_literal():
+    x = torch.randn(2, 4)
+    gm = dynamo_graph(Pair(nn.GELU(approximate="tanh")), x)
+    pattern_none = reference._pattern_none
+    assert len(replace_pattern_with_filters(gm, pattern_none, _fused_none)) == 0
+    assert len(replace_pattern_with_filters(gm, pattern_none, _fused_none, ignore_literals=True)) == 1
+    fused_node, = [n for n in gm.graph.nodes if n.op == "call_function"]
+    assert fused_node.args[3] == "none"  # the tanh GELU is now computed exactly: other numbers
+
+
+@pytest.mark.parametrize("kind", ["residual", "returned", "read_before"])
+def test_the_matcher_refuses_a_pair_whose_linear_output_is_read_elsewhere(kind):
+    gm = dynamo_graph(probes.SharedOutput(kind), torch.randn(2, 4))
+    assert len(replace_pattern(gm, _pattern_no_keyword, _fused_none)) == 0
+
+
+def test_the_replacement_goes_before_the_first_reader_past_the_end_of_a_no_grad_block():
+    """README 'Where the rewriter puts the new node': inside no_grad, the fused op lands after _set_grad_enabled(True)."""
+    gm = dynamo_graph(probes.GradModes("frozen_pair"), torch.randn(2, 4))
+    assert len(replace_pattern(gm, _pattern_no_keyword, _fused_none)) == 1
+    order = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    switches = [i for i, t in enumerate(order) if "set_grad_enabled" in t]
+    fused_at = next(i for i, t in enumerate(order) if "linear_gelu" in t)
+    assert len(switches) == 2 and fused_at > switches[1]
+
+
+def _grads_after(pass_, recipe: str) -> tuple[dict, dict]:
+    model, x = probes.build(recipe)
+    graphs = []
+    compiled = torch.compile(model, backend=lambda gm, ex: graphs.append(gm) or (lambda *a: gm(*a)), fullgraph=True)
+    x = x.requires_grad_()
+    compiled(x)
+    pass_(graphs[0])
+    fused = probes._run_and_backward(model, compiled, x)["grads"]
+    return fused, probes.eager_run(recipe, x)["grads"]
+
+
+@pytest.mark.parametrize("recipe", ["grad frozen_pair", "grad frozen_linear"])
+def test_without_the_filter_a_frozen_linear_receives_gradients(recipe):
+    fused, eager = _grads_after(lambda gm: replace_pattern(gm, _pattern_no_keyword, _fused_none), recipe)
+    assert eager["fc.weight"] is None and fused["fc.weight"] is not None
+
+
+def test_kata3s_pass_fuses_at_the_gelu_right_inside_a_block_and_wrong_across_its_edge():
+    """README's comparison table: kata 3 inserts where the GELU was. frozen_pair: right; frozen_linear: the fused op
+    runs with grad on although the Linear ran under no_grad."""
+    fused, eager = _grads_after(kata3.fuse_linear_gelu, "grad frozen_pair")
+    assert eager["fc.weight"] is None and fused["fc.weight"] is None
+    fused, eager = _grads_after(kata3.fuse_linear_gelu, "grad frozen_linear")
+    assert eager["fc.weight"] is None and fused["fc.weight"] is not None
+
+
+# --- Step 6: training -------------------------------------------------------------------------------------------
+
+def test_after_aot_autograds_split_the_forward_graph_returns_the_pre_gelu_value():
+    """README 'Step 6': fusing inside fw_compiler finds nothing; the product is an output of the forward graph."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    forward_graphs = []
+
+    def keep(gm, _):
+        forward_graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    model = nn.Sequential(nn.Linear(4, 5), nn.GELU())
+    torch.compile(model, backend=aot_autograd(fw_compiler=keep, bw_compiler=make_boxed_func), fullgraph=True)(
+        torch.randn(2, 4))
+    gm = forward_graphs[0]
+    addmm, = [n for n in gm.graph.nodes if n.target == torch.ops.aten.addmm.default]
+    output, = [n for n in gm.graph.nodes if n.op == "output"]
+    assert output in addmm.users and kata3.fuse_linear_gelu(gm) == 0
+
+
+def test_fusing_before_the_split_puts_the_fused_op_in_both_graphs():
+    seen = probes.train(reference, "pair F.gelu(z)", [[2, 3]])
+    assert seen["forward"]["fused"] == 1 and seen["backward"]["fused_backward"] == 1
+    assert seen["forward"]["aten.gelu"] == 0
