@@ -40,6 +40,43 @@ CAPTURE_DIALECT = {
 }
 
 
+def remember_cia_ops() -> None:
+    """Make `ExportedProgram.run_decompositions()` learn torch's set of CompositeImplicitAutograd ops once per
+    dispatcher state instead of on every call.
+
+    Each run_decompositions() call walks every op namespace of the dispatcher twice to collect the functional
+    CompositeImplicitAutograd ops (`torch._export.utils._collect_all_valid_cia_ops`): about 130 ms a walk on the
+    reference machine, more than the decomposition itself. torch does not cache the set because registering an op
+    can change it. Here it is kept per state of the C++ registrations for that key and of the op namespaces, so a
+    registration makes the next call walk again. The graphs are the same (tests/test_common.py compares them).
+    Idempotent; the checks and the warm server install it at import.
+    """
+    import torch._export.utils as export_utils
+    import torch.export.decomp_utils as decomp_utils
+    import torch.export.exported_program as exported_program
+
+    walk = export_utils._collect_all_valid_cia_ops
+    if getattr(walk, "remembers_cia_ops", False):
+        return
+    known: dict[tuple, frozenset] = {}
+
+    def collect_all_valid_cia_ops() -> frozenset:
+        state = (tuple(torch.ops._dir),
+                 tuple(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd")))
+        if state not in known:
+            known.clear()
+            known[state] = frozenset(walk())
+        return known[state]
+
+    collect_all_valid_cia_ops.remembers_cia_ops = True
+    collect_all_valid_cia_ops.torch_walk = walk  # torch's own, for the test that compares the two
+    for module in (export_utils, decomp_utils, exported_program):
+        module._collect_all_valid_cia_ops = collect_all_valid_cia_ops
+
+
+remember_cia_ops()
+
+
 class CaptureError(RuntimeError):
     """The tool could not capture the model as one graph, or running it would need a new capture."""
 
