@@ -71,7 +71,8 @@ def _write_undeclared_fake(x, out):
 
 
 def test_an_undeclared_write_fails_opchecks_schema_test_and_compilers_drop_the_call():
-    """README 'Step 4': eager is right, opcheck's test_schema names the argument, aot_eager and inductor drop the call."""
+    """README 'Step 4': eager is right, opcheck's test_schema names the argument, and aot_eager and inductor drop
+    the call."""
     report = torch.library.opcheck(write_undeclared, (torch.ones(3), torch.zeros(3)), raise_exception=False)
     assert "Argument out is not defined as mutable but was mutated" in str(report["test_schema"])
 
@@ -169,7 +170,8 @@ def test_the_matcher_refuses_a_pair_whose_linear_output_is_read_elsewhere(kind):
 
 
 def test_the_replacement_goes_before_the_first_reader_past_the_end_of_a_no_grad_block():
-    """README 'Where the rewriter puts the new node': inside no_grad, the fused op lands after _set_grad_enabled(True)."""
+    """README 'Where the rewriter puts the new node': inside no_grad, the fused op lands after
+    _set_grad_enabled(True)."""
     gm = dynamo_graph(probes.GradModes("frozen_pair"), torch.randn(2, 4))
     assert len(replace_pattern(gm, _pattern_no_keyword, _fused_none)) == 1
     order = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]

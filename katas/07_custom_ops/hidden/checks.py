@@ -301,14 +301,14 @@ def run_rewrite(ctx, recipe: Any, what: str, *, fused: range) -> dict:
            f"{n_fused} fusion(s) it has {after.get('linear', 0)} and {after.get('gelu', 0)}. Each fused pair replaces "
            f"exactly one Linear and one GELU.\n{code}")
     compare_runs(seen, probes.eager_run(recipe), what)
-    expect(seen["again"] == 0, f"{what}: a second fuse_with_rewriter on the rewritten graph returned {seen['again']!r}; "
-                               "there is nothing left to fuse, so it returns 0.")
+    expect(seen["again"] == 0, f"{what}: a second fuse_with_rewriter on the rewritten graph returned "
+                               f"{seen['again']!r}; there is nothing left to fuse, so it returns 0.")
     return seen
 
 
 @CHECKS.check(stage="rewrite", weight=2)
 def rewriter_fuses_every_form_dynamo_writes(ctx):
-    "fuse_with_rewriter fuses a Linear -> GELU pair however Dynamo writes it: F.gelu, nn.GELU, tanh, no bias"
+    "fuse_with_rewriter fuses a Linear -> GELU pair as Dynamo writes it: F.gelu, nn.GELU, tanh, no bias, GELU reused"
     for recipe in [r for r in probes.RECIPES if r.startswith("pair ")]:
         run_rewrite(ctx, recipe, f"Dynamo graph of Linear -> {recipe[5:]} -> Linear", fused=range(1, 2))
 

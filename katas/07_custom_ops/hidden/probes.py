@@ -250,15 +250,18 @@ class Pair(nn.Module):
         "F.gelu(z, approximate='none')": lambda z: F.gelu(z, approximate="none"),
     }
 
-    def __init__(self, form: str, bias: bool = True) -> None:
+    def __init__(self, form: str, bias: bool = True, gelu_read_twice: bool = False) -> None:
         super().__init__()
-        self.form = form
+        self.form, self.gelu_read_twice = form, gelu_read_twice
         self.fc = nn.Linear(4, 5, bias=bias)
         self.act = self.FORMS[form]
         self.head = nn.Linear(5, 3)
 
     def forward(self, x):
-        return self.head(self.act(self.fc(x)))
+        g = self.act(self.fc(x))
+        if self.gelu_read_twice:  # the GELU's output may have any number of readers: still one safe pair
+            g = g * torch.sigmoid(g)
+        return self.head(g)
 
 
 class SharedOutput(nn.Module):
@@ -327,6 +330,7 @@ RECIPES: dict[str, Callable[[], nn.Module]] = {
     **{f"pair {form}": (lambda form=form: Pair(form)) for form in Pair.FORMS},
     "pair F.gelu(z), Linear without bias": lambda: Pair("F.gelu(z)", bias=False),
     "pair nn.GELU('tanh'), Linear without bias": lambda: Pair("nn.GELU('tanh')", bias=False),
+    "pair F.gelu(z), its output read twice": lambda: Pair("F.gelu(z)", gelu_read_twice=True),
     **{f"shared {kind}": (lambda kind=kind: SharedOutput(kind)) for kind in ("residual", "returned", "read_before")},
     **{f"grad {kind}": (lambda kind=kind: GradModes(kind))
        for kind in ("frozen_pair", "frozen_linear", "frozen_head", "frozen_block", "unrelated_block")},

@@ -49,8 +49,9 @@ def _rewrites(module) -> str:
 def _training(module) -> str:
     seen = probes.train(module, "pair F.gelu(z)", [[2, 3]])
     return (f"training step of 'pair F.gelu(z)' through npu_training_backend: forward ran linear_gelu "
-            f"{seen['forward']['fused']}x, aten.gelu {seen['forward']['aten.gelu']}x; backward ran linear_gelu_backward "
-            f"{seen['backward']['fused_backward']}x, aten.gelu_backward {seen['backward']['aten.gelu_backward']}x")
+            f"{seen['forward']['fused']}x, aten.gelu {seen['forward']['aten.gelu']}x; backward ran "
+            f"linear_gelu_backward {seen['backward']['fused_backward']}x, "
+            f"aten.gelu_backward {seen['backward']['aten.gelu_backward']}x")
 
 
 def _report(module) -> str:
@@ -95,7 +96,7 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
             return picture_of(gm, f"after fuse_with_rewriter (returned {fused})", kind_of=_kind_of, note_of=_note_of)
 
         before, _, _ = _rewritten(reference, recipe)
-        panels.append(Panel(recipe, picture_or_failure(lambda: draw(attempt)), picture_or_failure(lambda: draw(reference)),
-                            before=picture_of(before, "Dynamo's graph (training: grad mode on)", kind_of=_kind_of,
-                                              note_of=_note_of)))
+        drawn_before = picture_of(before, "Dynamo's graph (training: grad mode on)", kind_of=_kind_of, note_of=_note_of)
+        panels.append(Panel(recipe, picture_or_failure(lambda: draw(attempt)),
+                            picture_or_failure(lambda: draw(reference)), before=drawn_before))
     return panels

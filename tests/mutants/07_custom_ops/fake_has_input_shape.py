@@ -9,11 +9,13 @@ _ref = load_reference("07_custom_ops", "vendor_op.py")
 linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
-KILLED_BY = ('fake_kernel_keeps_sizes_symbolic', 'fake_kernel_matches_real_kernel', 'opcheck_passes_on_forward_op', 'training_handles_a_new_batch_size', 'training_runs_fused_forward_and_backward')
+KILLED_BY = ('fake_kernel_keeps_sizes_symbolic', 'fake_kernel_matches_real_kernel', 'opcheck_passes_on_forward_op',
+    'training_handles_a_new_batch_size', 'training_runs_fused_forward_and_backward')
 
 
 @torch.library.custom_op("npu_mutant_fake_shape::linear_gelu", mutates_args=())
-def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, approximate: str = "none") -> torch.Tensor:
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                approximate: str = "none") -> torch.Tensor:
     return F.gelu(F.linear(x, weight, bias), approximate=approximate)
 
 

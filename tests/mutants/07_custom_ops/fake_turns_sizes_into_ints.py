@@ -13,7 +13,8 @@ KILLED_BY = ('fake_kernel_keeps_sizes_symbolic',)
 
 
 @torch.library.custom_op("npu_mutant_fake_ints::linear_gelu", mutates_args=())
-def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, approximate: str = "none") -> torch.Tensor:
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                approximate: str = "none") -> torch.Tensor:
     return F.gelu(F.linear(x, weight, bias), approximate=approximate)
 
 

@@ -8,7 +8,9 @@ _ref = load_reference("07_custom_ops", "vendor_op.py")
 linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
-KILLED_BY = ('rewriter_fuses_exactly_the_safe_pairs', 'rewriter_leaves_shared_linear_outputs', 'rewriter_respects_no_grad_blocks', 'training_matches_eager', 'training_respects_no_grad_blocks', 'training_runs_fused_forward_and_backward')
+KILLED_BY = ('rewriter_fuses_every_form_dynamo_writes', 'rewriter_fuses_exactly_the_safe_pairs',
+    'rewriter_leaves_shared_linear_outputs', 'rewriter_respects_no_grad_blocks', 'training_handles_a_new_batch_size',
+    'training_matches_eager', 'training_respects_no_grad_blocks', 'training_runs_fused_forward_and_backward')
 
 
 def fuse_with_rewriter(gm):
@@ -19,8 +21,8 @@ def fuse_with_rewriter(gm):
             if getattr(source, "target", None) is torch._C._nn.linear:
                 x, w, *rest = source.args
                 with gm.graph.inserting_before(node):
-                    new = gm.graph.call_function(_ref.linear_gelu._opoverload,
-                                                 (x, w, rest[0] if rest else None, node.kwargs.get("approximate", "none")))
+                    bias, approximate = rest[0] if rest else None, node.kwargs.get("approximate", "none")
+                new = gm.graph.call_function(_ref.linear_gelu._opoverload, (x, w, bias, approximate))
                 node.replace_all_uses_with(new)
                 source.replace_all_uses_with(new)
                 gm.graph.erase_node(node)
