@@ -60,6 +60,16 @@ def test_opcheck_runs_four_tests_and_the_reference_passes_them():
                       "test_faketensor": "SUCCESS", "test_aot_dispatch_dynamic": "SUCCESS"}
 
 
+@torch.library.custom_op("kata7facts::returns_its_input", mutates_args=())
+def returns_its_input(x: torch.Tensor) -> torch.Tensor:
+    return x.view(-1)
+
+
+def test_a_custom_op_may_not_return_an_input_or_a_view_of_one():
+    with pytest.raises(RuntimeError, match="must not al"):
+        returns_its_input(torch.ones(2))
+
+
 @torch.library.custom_op("kata7facts::write_undeclared", mutates_args=())
 def write_undeclared(x: torch.Tensor, out: torch.Tensor) -> None:
     out.copy_(x * 2)
@@ -114,6 +124,24 @@ def test_a_fake_kernel_that_ints_its_sizes_passes_opcheck_and_breaks_export_with
 
     with pytest.raises(Exception, match="Constraints violated"):
         torch.export.export(Calls(), (torch.randn(3, 4),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+
+
+@torch.library.custom_op("kata7facts::gelu_grad_by_autograd", mutates_args=())
+def gelu_grad_by_autograd(grad: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    with torch.enable_grad():
+        leaf = z.detach().requires_grad_()
+        return torch.autograd.grad(F.gelu(leaf), leaf, grad)[0]
+
+
+@gelu_grad_by_autograd.register_fake
+def _gelu_grad_by_autograd_fake(grad, z):
+    return torch.empty_like(z)
+
+
+def test_autograd_does_not_run_inside_a_kernel_even_eagerly():
+    """README 'Step 3': a kernel runs below autograd, so torch.autograd.grad there fails, enable_grad or not."""
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        gelu_grad_by_autograd(torch.randn(3), torch.randn(3))
 
 
 # --- Step 5: how Dynamo writes the pair, and what the matcher does --------------------------------------------
