@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,19 @@ def alternative_files(kata) -> list[Path]:
 
 def all_alternatives():
     return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in alternative_files(kata)]
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches emptied before and after the test, torch's warnings kept out of it: for the tests that
+    measure what torch does (tests/test_*_facts.py mark themselves with it)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    torch._dynamo.reset()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ Ops made here live in the namespace `kata7facts`, apart from the reference's `np
 """
 from __future__ import annotations
 
-import warnings
 from typing import Optional
 
 import pytest
@@ -24,13 +23,7 @@ probes = load_module(KATAS_DIR / "07_custom_ops" / "hidden" / "probes.py", "kata
 kata3 = load_module(REPO_ROOT / "solutions" / "03_fusion_guard" / "fusion.py", "kata03_reference_for_kata07_facts")
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def dynamo_graph(model: nn.Module, x: torch.Tensor) -> torch.fx.GraphModule:

@@ -7,7 +7,6 @@ profile).
 """
 from __future__ import annotations
 
-import warnings
 
 import pytest
 import torch
@@ -23,13 +22,7 @@ suspects = load_module(KATA / "suspects.py", "kata06_suspects_for_facts")
 checks = load_module(KATA / "hidden" / "checks.py", "kata06_checks_for_facts")
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def outcomes(calls, dynamic):

@@ -21,6 +21,7 @@ from typing import Optional
 import torch
 import torch.fx
 import torch.nn.functional as F
+from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 from torch.fx.passes.utils.matcher_utils import InternalMatch
 from torch.fx.subgraph_rewriter import replace_pattern_with_filters
@@ -148,8 +149,6 @@ def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
 # --- 4. the backend ---------------------------------------------------------------------------------------
 
 def _run_graph(gm: torch.fx.GraphModule, example_inputs):
-    from functorch.compile import make_boxed_func
-
     return make_boxed_func(gm.forward)
 
 

@@ -80,6 +80,14 @@ def _note_of(node) -> str:
     return ""
 
 
+def _before_and_after(module, recipe: str):
+    """Dynamo's graph of the recipe before the rewrite, and a Picture of it after `module`'s fuse_with_rewriter."""
+    from checker.pictures import picture_of
+
+    before, gm, fused = _rewritten(module, recipe)
+    return before, picture_of(gm, f"after fuse_with_rewriter (returned {fused})", kind_of=_kind_of, note_of=_note_of)
+
+
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=7`: each side's rewritten Dynamo graph per model, under the graph before the rewrite."""
     from checker.pictures import Panel, picture_of
@@ -91,12 +99,8 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
         raise ValueError(f"kata 7 draws {', '.join(MODELS)}, not {model!r}")
     panels = []
     for recipe in chosen:
-        def draw(module, recipe=recipe):
-            _, gm, fused = _rewritten(module, recipe)
-            return picture_of(gm, f"after fuse_with_rewriter (returned {fused})", kind_of=_kind_of, note_of=_note_of)
-
-        before, _, _ = _rewritten(reference, recipe)
+        before, reference_picture = _before_and_after(reference, recipe)
         drawn_before = picture_of(before, "Dynamo's graph (training: grad mode on)", kind_of=_kind_of, note_of=_note_of)
-        panels.append(Panel(recipe, picture_or_failure(lambda: draw(attempt)),
-                            picture_or_failure(lambda: draw(reference)), before=drawn_before))
+        attempt_picture = picture_or_failure(lambda recipe=recipe: _before_and_after(attempt, recipe)[1])
+        panels.append(Panel(recipe, attempt_picture, reference_picture, before=drawn_before))
     return panels
