@@ -1,8 +1,10 @@
 """Hostile attempts (tests/attacks/) cannot forge a result: none gets `pass`, each gets the status a person
 would expect, within the time limit, with no process left behind.
 
-Each attack runs through the command line in a private copy of the repository (some write to its files), as a
-learner's attempt would, and its EXPECT names the outcome: status, score, and words the message must hold.
+Each attack is the learner's file, at the learner's path, in a private copy of the repository (some write to
+its files, found from their own path as a learner's code would), and its EXPECT names the outcome: status,
+score, and words the message must hold. It runs twice: through the command line from a cold start, and forked
+by a warm server (the learner's default, checker/warm.py) with the checks and references read from the copy.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.manifest import REPO_ROOT
+from checker.manifest import REPO_ROOT, get_kata
+from checker.runner import run_kata, snapshot_hidden
 
 ATTACKS_DIR = Path(__file__).resolve().parent / "attacks"
 ATTACKS = sorted(p for p in ATTACKS_DIR.glob("*.py") if not p.stem.startswith("grade_"))
@@ -46,15 +49,23 @@ def sandbox(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_attack(sandbox: Path, attack: Path, extra_env: dict | None = None) -> tuple[dict, float]:
-    spec = declared(attack)
-    attempt = sandbox / "attacks" / attack.name
-    attempt.parent.mkdir(exist_ok=True)
+def put_in_place(root: Path, attack: Path) -> Path:
+    """The attack as the learner's own file of its kata under `root` (where the stub was)."""
+    kata = get_kata(declared(attack)["KATA"])
+    attempt = root / "katas" / kata.slug / kata.module
     shutil.copy2(attack, attempt)
-    env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1", **spec.get("ENV", {}), **(extra_env or {})}
+    return attempt
+
+
+def run_attack_cold(sandbox: Path, attack: Path, marker: Path) -> tuple[dict, float]:
+    """`python -m checker kata N --json` in the sandbox, as a learner would run it, with warm starts off."""
+    spec = declared(attack)
+    put_in_place(sandbox, attack)
+    env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1", "FX_KATAS_WARM": "0",
+           "KATA_ATTACK_MARKER": str(marker), **spec.get("ENV", {})}
     env.pop("FX_KATAS_PROFILE", None)
-    cmd = [sys.executable, "-m", "checker", "kata", str(spec["KATA"]), "--attempt", str(attempt), "--json",
-           "--verbose", "--time-limit", str(TIME_LIMIT), *(f"--check={c}" for c in spec["CHECKS"])]
+    cmd = [sys.executable, "-m", "checker", "kata", str(spec["KATA"]), "--json", "--verbose",
+           "--time-limit", str(TIME_LIMIT), *(f"--check={c}" for c in spec["CHECKS"])]
     started = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=sandbox, env=env, timeout=TIME_LIMIT + 60)
     took = time.monotonic() - started
@@ -62,11 +73,23 @@ def run_attack(sandbox: Path, attack: Path, extra_env: dict | None = None) -> tu
     return json.loads(proc.stdout), took
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=lambda p: p.stem)
-def test_attack_gets_the_expected_status(attack: Path, sandbox: Path, tmp_path: Path):
+def run_attack_warm(root: Path, attack: Path, marker: Path, launcher, monkeypatch) -> tuple[dict, float]:
+    """The same attack forked by the test process's private warm server, checks and references read from a copy
+    under `root` (the attack's writes land there)."""
+    spec = declared(attack)
+    attempt = put_in_place(snapshot_hidden(root), attack)
+    for name, value in {"KATA_ATTACK_MARKER": str(marker), **spec.get("ENV", {})}.items():
+        monkeypatch.setenv(name, value)
+    started = time.monotonic()
+    result = run_kata(get_kata(spec["KATA"]), attempt, only=tuple(spec["CHECKS"]), time_limit=TIME_LIMIT,
+                      hidden_root=root, launcher=launcher)
+    assert result.start == "warm", result.message
+    return result.to_json(verbose=True), time.monotonic() - started
+
+
+def assert_expected(attack: Path, result: dict, took: float, marker: Path, root: Path) -> None:
+    """`result` is what EXPECT names; `root` is the copy the attack ran in."""
     expect = declared(attack)["EXPECT"]
-    marker = tmp_path / "grandchild.pid"
-    result, took = run_attack(sandbox, attack, {"KATA_ATTACK_MARKER": str(marker)})
     messages = " ".join([result.get("message", "")] + [c["message"] for c in result["checks"]])
     assert result["status"] != "pass"
     assert result["status"] == expect["status"], (result["status"], messages[:800])
@@ -85,6 +108,24 @@ def test_attack_gets_the_expected_status(attack: Path, sandbox: Path, tmp_path: 
         pid = int(marker.read_text() or 0)
         time.sleep(0.2)
         assert pid and not Path(f"/proc/{pid}").exists(), f"process {pid} outlived the run"
+    if "rewrites" in expect:  # the attack's write landed in the copy the checks read, yet changed nothing
+        assert (root / expect["rewrites"]).read_text() != (REPO_ROOT / expect["rewrites"]).read_text(), \
+            "the attack did not write, so this test proves nothing"
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda p: p.stem)
+def test_attack_gets_the_expected_status(attack: Path, sandbox: Path, tmp_path: Path):
+    marker = tmp_path / "grandchild.pid"
+    result, took = run_attack_cold(sandbox, attack, marker)
+    assert_expected(attack, result, took, marker, sandbox)
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda p: p.stem)
+def test_attack_forked_by_a_warm_server_gets_the_same_status(attack: Path, tmp_path: Path, warm_launcher,
+                                                              monkeypatch):
+    marker = tmp_path / "grandchild.pid"
+    result, took = run_attack_warm(tmp_path / "copy", attack, marker, warm_launcher, monkeypatch)
+    assert_expected(attack, result, took, marker, tmp_path / "copy")
 
 
 def test_grading_one_learner_changes_no_other_learners_result(sandbox: Path, tmp_path: Path):
