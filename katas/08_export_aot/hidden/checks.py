@@ -1,0 +1,384 @@
+"""Hidden checks for kata 8 (the ahead-of-time path: export with a dynamic batch, decompose to the NPU's opset,
+legalise, partition, delegate, save and load). Learners: solve the kata from README.md, not from here.
+
+The attempt's code runs in the worker (probes.py) and returns data. Every right answer comes from this process:
+eager outputs of the same recipes, torch's own decomposition table, the rule of which nodes the NPU runs
+(`runs_on_npu`, the rule the lesson states, applied to node descriptions), the device's counters (the worker's
+DEVICE is a client of the one here), and a fresh Python process that loads the saved programs. Structure is
+checked beside every number: a lowering that delegates nothing is numerically perfect.
+Nothing is compared with the reference.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+import katas
+from checker.child import load_module
+from checker.kit import CheckFailed, Checks, expect, fuzz
+from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, describe
+from katas.common.npu import DEVICE, LAYOUT_OPS, NPU_DTYPES, NPU_OPS, DeviceService
+from katas.common.npu_aot import REPLAY_COMMAND, _dump_tensors, _load_tensors
+from katas.common.strategies import mlp_specs
+
+_HIDDEN = Path(__file__).parent
+probes = load_module(_HIDDEN / "probes.py", "kata08_export_aot_probes")
+ZOO = probes.ZOO
+
+CHECKS = Checks()
+CHECKS.services.update(DeviceService().handlers())
+CHECKS.worker_setup.append("katas.common.npu:connect_to_device_service")
+
+BATCHES = [1, 2, 7]  # the example batch is 3: each of these is a size the export never saw
+NPU_DTYPE_KINDS = {"tensor:" + str(d).removeprefix("torch.") for d in NPU_DTYPES}
+NOOPS = ("aten.alias.default", "aten.clone.default")
+RESHAPING = ("aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
+             "aten._unsafe_view.default", "aten.reshape.default")
+REPLAY_TIME_LIMIT = 120
+
+
+def runs_on_npu(node: dict) -> bool:
+    """The lesson's rule: an op in NPU_OPS, reading only tensors of NPU dtypes (no host-computed size), making
+    at least one tensor, all of NPU dtypes. Placeholders, outputs and get_attr are not compute."""
+    return (node["op"] == "call_function" and node["canonical"] in NPU_OPS
+            and all(kind in NPU_DTYPE_KINDS for kind in node["inputs"])
+            and bool(node["outputs"]) and all(kind in NPU_DTYPE_KINDS for kind in node["outputs"]))
+
+
+def short(node: dict) -> str:
+    target = node["target"].removeprefix("aten.").removesuffix(".default")
+    kinds = ", ".join(k.removeprefix("tensor:") for k in node["inputs"])
+    return f"{node['name']} = {target}({kinds})"
+
+
+def model_text(recipe) -> str:
+    if isinstance(recipe, str):
+        shape = (probes.EXAMPLE_BATCH, *ZOO[recipe].features)
+        return f"`{recipe}` ({ZOO[recipe].text}), example input {shape}"
+    return describe(recipe)
+
+
+def expect_outputs(recipe, got: dict, *, state_seed: int | None = None, what: str) -> None:
+    """Every batch's output equals eager's (with the same weights), or the message says which batch and how."""
+    want = probes.eager(recipe, sorted(got), state_seed)
+    for batch in sorted(got):
+        out = got[batch]
+        expect(not isinstance(out, str),
+               f"{what} failed on batch size {batch} of {model_text(recipe)}:\n  {str(out)[:500]}")
+        try:
+            torch.testing.assert_close(out, want[batch])
+        except AssertionError as exc:
+            raise CheckFailed(f"{what} differs from the eager model on batch size {batch} of {model_text(recipe)}:"
+                              f"\n  {str(exc).strip().splitlines()[0]}") from None
+
+
+# --- Step 1: export and decompose ----------------------------------------------------------------------------
+
+def _exported(ctx, recipe) -> dict:
+    seen = ctx.probe(probes.exported, recipe, BATCHES)
+    expect(seen["type"] == "ExportedProgram",
+           f"export_for_npu returned a {seen['type']}, not the torch.export.ExportedProgram of "
+           f"ep.run_decompositions(...). README.md, 'Step 1'.")
+    return seen
+
+
+@CHECKS.check(stage="export", weight=2)
+def export_keeps_the_batch_dynamic(ctx):
+    "export_for_npu exports with dimension 0 symbolic: the program runs on batch sizes the export never saw"
+    for recipe in ("mlp", "flatten_views"):
+        seen = _exported(ctx, recipe)
+        expect(not seen["batch"].isdigit(),
+               f"export_for_npu fixed the batch of {model_text(recipe)} to {seen['batch']}: the exported program "
+               f"accepts only that size. Pass dynamic_shapes with a torch.export.Dim for dimension 0 of every input. "
+               f"README.md, 'Step 1'.")
+        expect_outputs(recipe, seen["outputs"], what="ep.module() of export_for_npu")
+
+
+def _op_texts(nodes: list[dict]) -> list[str]:
+    return [n["target"] for n in nodes]
+
+
+@CHECKS.check(stage="decompose", weight=2)
+def table_decomposes_all_but_what_the_npu_runs(ctx):
+    "npu_decomposition_table() is torch's default table without the ops in NPU_OPS, and with every other"
+    seen = ctx.probe(probes.table)
+    expect(seen["ops"] is not None,
+           f"npu_decomposition_table() returned a {seen['type']}; run_decompositions takes a dict-like table, "
+           f"op -> decomposition: start from torch.export.default_decompositions(). README.md, 'Step 1'.")
+    default = set(probes.default_table_ops())
+    native = {op for op in default if op.split(".")[1] in NPU_OPS}
+    kept_native = sorted(set(seen["ops"]) & native)
+    expect(not kept_native,
+           f"your table still decomposes ops the NPU runs as they are: {', '.join(kept_native[:6])}. Decomposed, "
+           f"silu becomes sigmoid and mul (two launches instead of one) and linear becomes permute and addmm: "
+           f"delete them from the table. README.md, 'Keep what the NPU runs'.")
+    dropped = sorted(default - native - set(seen["ops"]), key=lambda op: (not op.startswith("aten."), op))
+    expect(not dropped,
+           f"your table no longer decomposes {len(dropped)} op(s) the NPU does not run, e.g. "
+           f"{', '.join(dropped[:4])}: they would reach the graph as non-core ops no kernel of the device or of the "
+           f"CPU fallback promises to handle. Remove only the NPU's own ops from the default table. "
+           f"README.md, 'Step 1'.")
+
+
+@CHECKS.check(stage="decompose", weight=2)
+def exported_graphs_are_core_aten_plus_npu_ops(ctx):
+    "export_for_npu's graphs hold core ATen ops and the NPU's own ops (linear and silu stay whole)"
+    for recipe in ("silu_mlp", "layer_norm_between", "flatten_views"):
+        seen = _exported(ctx, recipe)
+        stray = sorted({n["target"] for n in seen["ops"] if not n["core"] and n["canonical"] not in NPU_OPS
+                        and n["target"] not in probes.EXPORT_IR_EXTRAS})
+        expect(not stray,
+               f"export_for_npu's graph of {model_text(recipe)} still holds {', '.join(stray)}: neither core ATen "
+               f"nor an op the NPU runs. Did you call ep.run_decompositions(npu_decomposition_table())? "
+               f"README.md, 'Step 1'.")
+        ops = _op_texts(seen["ops"])
+        linears = ops.count("aten.linear.default")
+        expect(linears == 2,
+               f"export_for_npu's graph of {model_text(recipe)} has {linears} aten.linear node(s) for its 2 "
+               f"Linear layers: {', '.join(o.removeprefix('aten.') for o in ops)}. The NPU runs linear as one op; "
+               f"keep it out of the decomposition. README.md, 'Keep what the NPU runs'.")
+        if recipe == "silu_mlp":
+            expect("aten.silu.default" in ops,
+                   f"export_for_npu's graph of {model_text(recipe)} has no aten.silu: "
+                   f"{', '.join(o.removeprefix('aten.') for o in ops)}. silu is not core ATen, so the default "
+                   f"table splits it into sigmoid and mul; the NPU runs it whole. README.md, 'Keep what the NPU runs'.")
+
+
+# --- Step 2: legalise ---------------------------------------------------------------------------------------
+
+def _legalised(ctx, recipe: str, times: int = 1) -> dict:
+    seen = ctx.probe(probes.legalised, recipe, BATCHES, times)
+    expect(isinstance(seen["returned"], int),
+           f"legalise returned {seen['returned']}; it returns how many nodes it rewrote or removed (an int).")
+    return seen
+
+
+@CHECKS.check(stage="legalise", weight=2)
+def legalise_removes_aliases_and_reshapes(ctx):
+    "after legalise: no alias, clone, full slice, unsqueeze, squeeze or reshape; views have int sizes; same outputs"
+    for recipe in ("flatten_views", "aliases", "slices_and_views"):
+        seen = _legalised(ctx, recipe)
+        partial = lambda nodes: [n for n in nodes if n["target"] == "aten.slice.Tensor" and not n["full_slice"]]  # noqa: E731
+        expect(len(partial(seen["after"])) == len(partial(seen["before"])),
+               f"legalise removed a slice that keeps only part of its input from the graph of {model_text(recipe)}: "
+               f"{'; '.join(short(n) for n in partial(seen['before']))} were there, "
+               f"{len(partial(seen['after']))} are left. Only a slice from 0 to the end with step 1 is its input "
+               f"under another name. README.md, 'Step 2'.")
+        expect_outputs(recipe, seen["outputs"], what="the program after your legalise")
+        left = [short(n) for n in seen["after"]
+                if n["target"] in NOOPS + RESHAPING or (n["target"] == "aten.slice.Tensor" and n["full_slice"])]
+        expect(not left,
+               f"after legalise, the graph of {model_text(recipe)} still holds {'; '.join(left)}. The NPU does not "
+               f"run these: an alias, a clone or a slice of everything is its input under another name (remove "
+               f"it), and unsqueeze/squeeze/reshape are views (write aten.view). README.md, 'Step 2'.")
+        host_sized = [short(n) for n in seen["after"] if n["target"] == "aten.view.default" and "SymInt" in n["inputs"]]
+        expect(not host_sized,
+               f"after legalise, the graph of {model_text(recipe)} has views whose sizes are computed on the host: "
+               f"{'; '.join(host_sized)}. A SymInt input keeps the view off the NPU: write the sizes as ints, "
+               f"the batch as -1. README.md, 'Step 2'.")
+        want = ZOO[recipe].legalised
+        expect(seen["returned"] == want,
+               f"legalise returned {seen['returned']} for the graph of {model_text(recipe)}, whose aliases, clones, "
+               f"full slices and reshapes number {want}: return how many of those you removed or rewrote (not "
+               f"counting the sym_size nodes left unread, nor views that were legal already).")
+
+
+@CHECKS.check(stage="legalise", weight=1)
+def legalise_leaves_legal_graphs_alone(ctx):
+    "legalise on a graph with nothing to rewrite (or legalised already) returns 0 and changes no op"
+    for recipe, times in (("mlp", 1), ("layer_norm_between", 1), ("gram", 1), ("slices_and_views", 2)):
+        seen = _legalised(ctx, recipe, times)
+        what = {1: "which holds nothing to rewrite", 2: "legalised once already"}[times]
+        if recipe == "gram":
+            what = "whose only view has two symbolic sizes (batch x batch), which -1 cannot express"
+        expect(_op_texts(seen["after"]) == _op_texts(seen["before"]) and seen["returned"] == 0,
+               f"legalise on {model_text(recipe)}, {what}, returned {seen['returned']} and "
+               f"changed its ops from {', '.join(_op_texts(seen['before']))} to {', '.join(_op_texts(seen['after']))}.")
+        expect_outputs(recipe, seen["outputs"], what="the program after your legalise")
+
+
+# --- Step 3: what runs on the NPU -----------------------------------------------------------------------------
+
+@CHECKS.check(stage="support", weight=2)
+def is_npu_node_follows_the_device(ctx):
+    "is_npu_node: NPU ops on float32/16/bf16 tensors only; not placeholders or outputs, float64, or host sizes"
+    for recipe, legalise_first in (("layer_norm_between", False), ("float64_head", False), ("flatten_views", False),
+                                   ("scaled_by_buffer", False), ("slices_and_views", True)):
+        for node in ctx.probe(probes.support_verdicts, recipe, legalise_first):
+            want = runs_on_npu(node)
+            if node["verdict"] == want:
+                continue
+            if node["op"] != "call_function":
+                why = f"a {node['op']} node is not compute: the partitioner must not pull it into a partition"
+            elif node["canonical"] not in NPU_OPS:
+                why = f"{node['target']} is not in NPU_OPS"
+            elif not want:
+                why = ("it reads or makes a value the NPU cannot hold: "
+                       f"inputs ({', '.join(node['inputs']) or 'none'}), outputs ({', '.join(node['outputs'])}); "
+                       "the NPU takes float32, float16 and bfloat16 tensors, not float64, not SymInts")
+            else:
+                why = f"{node['canonical']} is in NPU_OPS and every value it reads and makes is an NPU tensor"
+            stage = "after your legalise" if legalise_first else "as exported"
+            raise CheckFailed(f"is_npu_node({short(node) if node['op'] == 'call_function' else node['name']}) "
+                              f"returned {node['verdict']}, expected {want}: {why}. (Graph of {model_text(recipe)}, "
+                              f"{stage}.) README.md, 'Step 3'.")
+
+
+# --- Step 4: delegate ----------------------------------------------------------------------------------------
+
+def _lowered(ctx, recipe, *, state_seed: int | None = None, save_to: str | None = None) -> dict:
+    seen = ctx.probe(probes.lowered, recipe, BATCHES, state_seed, save_to)
+    expect(seen["type"] == "ExportedProgram",
+           f"lower returned a {seen['type']}, not the ExportedProgram whose graph calls the NPU. README.md, 'Step 4'.")
+    return seen
+
+
+def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
+    """Every program holds only NPU ops; no op the NPU runs is left outside one; as many programs as NPU islands."""
+    foreign = sorted({n["target"] for n in seen["outside"]
+                      if not n["target"].startswith("aten.") and n["target"] not in probes.EXPORT_IR_EXTRAS})
+    expect(not foreign,
+           f"lower's graph of {model_text(recipe)} calls {', '.join(foreign)}: the NPU's runtime knows one op, "
+           f"torch.ops.npu_aot.run_program (katas/common/npu_aot.py). An op of your own exists only where your "
+           f"module was imported, so a saved program calling it loads nowhere else. README.md, 'Step 4'.")
+    broken = [p["error"] for p in seen["programs"] if "error" in p]
+    expect(not broken, f"a program in lower's graph of {model_text(recipe)} cannot be read by the NPU runtime: "
+                       f"{broken[:1]}. Make each one with katas.common.npu_aot.pack(partition). README.md, 'Step 4'.")
+    for program in seen["programs"]:
+        refused = [short(n) for n in program["ops"] if not runs_on_npu(n) and n["target"] != "getitem"]
+        expect(not refused,
+               f"lower's graph of {model_text(recipe)} sends to the NPU {'; '.join(refused)}, which it does not run. "
+               f"README.md, 'Step 3'.")
+    stranded = [short(n) for n in seen["outside"] if runs_on_npu(n) and n["canonical"] not in LAYOUT_OPS]
+    expect(not stranded,
+           f"lower's graph of {model_text(recipe)} leaves on the CPU {'; '.join(stranded)}, which the NPU runs. "
+           f"A partition of one node is still a partition: CapabilityBasedPartitioner drops them unless "
+           f"allows_single_node_partition=True. README.md, 'Step 4'.")
+    if programs is not None:
+        got = len(seen["programs"])
+        expect(got == programs,
+               f"lower's graph of {model_text(recipe)} runs {got} NPU program(s); its NPU ops form {programs} "
+               f"connected island(s) between CPU ops, one program each (each program costs a launch of its own "
+               f"and a copy of its inputs to the device). README.md, 'Step 4'.")
+
+
+@CHECKS.check(stage="delegate", weight=3)
+def lower_runs_each_npu_island_as_one_program(ctx):
+    "lower: each island of NPU ops is one npu_aot.run_program call, the rest stays ATen; outputs equal eager's"
+    for recipe in ZOO:
+        DEVICE.reset()
+        seen = _lowered(ctx, recipe)
+        expect_outputs(recipe, seen["outputs"], what="ep.module() of lower's program")
+        expect_delegated(recipe, seen, ZOO[recipe].programs)
+        launches, want = DEVICE.stats.launches, ZOO[recipe].launches * len(BATCHES)
+        expect(launches == want,
+               f"running lower's program of {model_text(recipe)} on {len(BATCHES)} batches made {launches} NPU "
+               f"launch(es); its NPU ops need {ZOO[recipe].launches} per call, {want} in all. "
+               f"{DEVICE.stats.summary()}")
+
+
+@CHECKS.check(stage="delegate", weight=2)
+def weights_stay_inputs_of_the_program(ctx):
+    "lower keeps every parameter and buffer in the signature, read by the graph: new weights reach the NPU"
+    for recipe in ("mlp", "layer_norm_between", "scaled_by_buffer"):
+        seen = _lowered(ctx, recipe, state_seed=7)
+        model = probes.build(recipe)
+        want_params = sorted(name for name, _ in model.named_parameters())
+        want_buffers = sorted(name for name, _ in model.named_buffers())
+        sig = seen["signature"]
+        expect(sig["parameters"] == want_params and sig["buffers"] == want_buffers,
+               f"lower's program of {model_text(recipe)} names parameters {sig['parameters']} and buffers "
+               f"{sig['buffers']} in its signature; the model has {want_params} and {want_buffers}. README.md, "
+               f"'The signature'.")
+        expect(not sig["unread"] and not sig["get_attr"],
+               f"lower's program of {model_text(recipe)} does not read "
+               f"{', '.join(sig['unread'] + sig['get_attr'])} through its inputs: the values were copied into the "
+               f"graph (a get_attr, or a constant packed into a program), so loading new weights changes nothing. "
+               f"Unlike kata 5's programs, compiled in the process that runs them, a saved program takes its weights "
+               f"as inputs: pass each partition's parameter placeholders to run_program. README.md, 'Step 4: delegate'.")
+        expect_outputs(recipe, seen["outputs_new_state"], state_seed=7,
+                       what="lower's program with other weights loaded (module.load_state_dict)")
+
+
+# --- Step 5: save, and load elsewhere ---------------------------------------------------------------------------
+
+SAVED = ("mlp", "layer_norm_between", "flatten_views", "scaled_by_buffer")
+REPLAY_BATCHES = [1, 5, 8]
+
+
+def replay_in_a_fresh_process(folder: Path, recipes: tuple[str, ...]) -> dict:
+    """Load each saved program in a new Python that imports only torch and katas.common.npu_aot, and run it on
+    REPLAY_BATCHES and once with other weights. recipe -> the replay's entry (see npu_aot.replay)."""
+    request = {"programs": []}
+    for recipe in recipes:
+        cases = [{"inputs": _dump_tensors((probes.example(recipe, b),)), "state": None} for b in REPLAY_BATCHES]
+        cases.append({"inputs": _dump_tensors((probes.example(recipe, 4),)),
+                      "state": _dump_tensors(probes.new_state(recipe, 11))})
+        request["programs"].append({"path": str(folder / f"{recipe}.pt2"), "cases": cases})
+    root = str(Path(katas.__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FX_KATAS")}
+    env.update(PYTHONPATH=root, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-c", REPLAY_COMMAND], input=json.dumps(request), capture_output=True,
+                          text=True, cwd=folder, env=env, timeout=REPLAY_TIME_LIMIT)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"the replay process failed: {proc.stderr.strip()[-800:]}")
+    return dict(zip(recipes, json.loads(proc.stdout)["programs"]))
+
+
+@CHECKS.check(stage="save_load", weight=3)
+def saved_program_runs_in_a_fresh_process(ctx):
+    "torch.export.save of lower's program, torch.export.load in a new process: runs any batch and new weights"
+    with tempfile.TemporaryDirectory(prefix="fx-katas-aot-") as tmp:
+        folder = Path(tmp)
+        os.chmod(folder, 0o777)  # the worker may run as another user
+        for recipe in SAVED:
+            seen = _lowered(ctx, recipe, save_to=str(folder / f"{recipe}.pt2"))
+            expect(seen["saved"] is None,
+                   f"torch.export.save refused lower's program of {model_text(recipe)}:\n  {seen['saved']}\n"
+                   f"The graph signature names placeholders and outputs by node name: after rewriting the graph, "
+                   f"name the new nodes there. README.md, 'The signature'.")
+        replayed = replay_in_a_fresh_process(folder, SAVED)
+    for recipe, entry in replayed.items():
+        expect(entry["error"] is None,
+               f"torch.export.load of lower's program of {model_text(recipe)} failed in a fresh process that "
+               f"imports only torch and katas.common.npu_aot:\n  {entry['error']}\nA saved program may call ATen ops "
+               f"and npu_aot.run_program only: an op or a table your module registers exists only in the process "
+               f"that made the program. README.md, 'Step 5'.")
+        cases = entry["cases"]
+        for batch, case in zip(REPLAY_BATCHES + ["4, other weights"], cases):
+            expect("error" not in case,
+                   f"the loaded program of {model_text(recipe)} failed on batch {batch} in a fresh process:\n"
+                   f"  {case.get('error')}")
+        got = {b: _load_tensors(c["outputs"]) for b, c in zip(REPLAY_BATCHES, cases)}
+        expect_outputs(recipe, got, what="the loaded program (in a fresh process)")
+        expect_outputs(recipe, {4: _load_tensors(cases[-1]["outputs"])}, state_seed=11,
+                       what="the loaded program with other weights loaded (in a fresh process)")
+        want = ZOO[recipe].launches * len(cases)
+        expect(entry["launches"] == want,
+               f"the loaded program of {model_text(recipe)} made {entry['launches']} NPU launch(es) in a fresh "
+               f"process over {len(cases)} calls; it should make {want}: its NPU ops ran on the CPU.")
+
+
+# --- fuzz ------------------------------------------------------------------------------------------------------
+
+def random_recipes():
+    return mlp_specs(activations=NPU_FRIENDLY_ACTIVATIONS + CPU_ONLY_ACTIVATIONS, dtypes=("float32", "float64"),
+                     batch_shapes=((2,),))
+
+
+@CHECKS.check(stage="fuzz", weight=3)
+def random_mlps_lower_and_match_eager(ctx):
+    "random MLPs (CPU ops mid-graph, reused outputs, float64): lowered, every NPU op delegated, eager's outputs"
+    def prop(spec) -> None:
+        seen = _lowered(ctx, spec)
+        expect_outputs(spec, seen["outputs"], what="ep.module() of lower's program")
+        expect_delegated(spec, seen, None)
+
+    fuzz(ctx, random_recipes(), prop, describe=lambda spec: describe(spec) + f"\n  batch sizes {BATCHES}",
+         max_examples=max(4, ctx.max_examples // 3))

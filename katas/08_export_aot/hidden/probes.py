@@ -1,0 +1,372 @@
+"""Probes for kata 8's checks: everything that runs the attempt's code.
+
+The models are recipes (a name, or an MLPSpec, and a seed) built the same way on both sides. A probe builds the
+model here, in the worker, hands it to the attempt's functions, and returns plain data: op names, node
+descriptions, outputs as tensors, error text. checks.py builds the same model in its own process, computes
+eager's answers, decides which nodes the NPU runs from the node descriptions, reads the device's counters, and
+judges. Nothing here knows what a right answer is.
+
+Graphs that isolate one step (legalise, is_npu_node) are made here with torch's own tools from the spec the
+lesson states — `torch.export.export` with a Dim on the batch, then torch's default decompositions minus the ops
+in NPU_OPS — so a mistake in the attempt's export does not hide what its legalise does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from katas.common.models import MLPSpec, build_mlp
+from katas.common.npu import NPU_OPS, canonical_name
+from katas.common.quiet import quiet
+
+RUN_PROGRAM = "npu_aot.run_program.default"
+# Export IR nodes that are neither core ATen nor compute: sizes read on the host, metadata asserts, tuple indexing.
+EXPORT_IR_EXTRAS = ("aten.sym_size.int", "aten._assert_tensor_metadata.default", "getitem")
+
+
+# --- the models -------------------------------------------------------------------------------------------
+
+class FlattenViews(nn.Module):
+    """(B, 2, 2) -> flatten -> Linear -> unsqueeze -> ReLU -> squeeze -> Linear: views whose sizes, exported,
+    come from sym_size (flatten) or are unsqueeze/squeeze, which the NPU does not run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x.flatten(1)).unsqueeze(1)).squeeze(1))
+
+
+class Aliases(nn.Module):
+    """Linear -> detach (an alias) -> [:, None] (a full slice and an unsqueeze) -> GELU -> [:, 0] -> Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = self.fc1(x).detach()[:, None]
+        return self.fc2(F.gelu(h).squeeze(1).clone())
+
+
+class Float64Head(nn.Module):
+    """Linear -> GELU in float32, then a float64 Linear: the NPU has no float64."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 3).double()
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)).double())
+
+
+class ScaledByBuffer(nn.Module):
+    """Linear -> times a buffer -> SiLU: a buffer, like a parameter, is an input of the exported program."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 8))
+
+    def forward(self, x):
+        return F.silu(self.fc1(x) * self.scale)
+
+
+class SlicesAndViews(nn.Module):
+    """(B, 2, 2) -> view(-1, 4) (legal as exported) -> Linear -> two unsqueezes -> ReLU -> times the buffer
+    unsqueezed (static sizes) -> flatten -> [:, :6] -> GELU -> [:, 1:] -> [:, ::2] -> plus the mean of
+    table[:100]: views of every kind, full slices to remove, and slices that keep part of a tensor, which stay."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 8))
+        self.register_buffer("table", torch.linspace(0.0, 1.0, 128))
+
+    def forward(self, x):
+        h = self.fc1(x.view(-1, 4))
+        h = (F.relu(h.unsqueeze(1).unsqueeze(2)) * self.scale.unsqueeze(0)).flatten(1)
+        return F.gelu(h[:, :6])[:, 1:][:, ::2] + self.table[:100].mean()
+
+
+class Gram(nn.Module):
+    """Linear -> h @ h.T (batch x batch) -> unsqueeze(0) -> ReLU -> squeeze(0): a view with two symbolic sizes,
+    which -1 cannot express, so it stays as it is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        return F.relu((h @ h.T).unsqueeze(0)).squeeze(0)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A model of the zoo: how to build it, its input's shape after the batch, and what it must become."""
+
+    build: Callable[[], nn.Module]
+    features: tuple[int, ...]
+    programs: int  # NPU programs (delegates) in the lowered graph
+    launches: int  # NPU launches per call: compute ops on the NPU, layout ops cost none
+    text: str
+    legalised: int = 0  # aliases, clones, full slices and reshapes legalise removes or rewrites
+
+
+ZOO: dict[str, Recipe] = {
+    "mlp": Recipe(lambda: nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3)), (4,), 1, 3,
+                  "Linear -> GELU -> Linear"),
+    "silu_mlp": Recipe(lambda: nn.Sequential(nn.Linear(4, 8), nn.SiLU(), nn.Linear(8, 3)), (4,), 1, 3,
+                       "Linear -> SiLU -> Linear"),
+    "layer_norm_between": Recipe(
+        lambda: nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 3)), (4,), 2, 3,
+        "Linear -> GELU -> LayerNorm (CPU) -> Linear"),
+    "flatten_views": Recipe(FlattenViews, (2, 2), 1, 3,
+                            "(B, 2, 2) -> flatten -> Linear -> unsqueeze -> ReLU -> squeeze -> Linear", 3),
+    "aliases": Recipe(Aliases, (4,), 1, 3, "Linear -> detach -> [:, None] -> GELU -> squeeze -> clone -> Linear",
+                      5),
+    "slices_and_views": Recipe(SlicesAndViews, (2, 2), 3, 5,
+                               "(B, 2, 2) -> view(-1, 4) -> Linear -> unsqueeze x2 -> ReLU -> times a buffer "
+                               "unsqueezed -> flatten -> [:, :6] -> GELU -> [:, 1:] -> [:, ::2] -> + table[:100].mean()",
+                               7),
+    "gram": Recipe(Gram, (4,), 2, 3, "Linear -> h @ h.T -> unsqueeze(0) -> ReLU -> squeeze(0)", 0),
+    "float64_head": Recipe(Float64Head, (4,), 1, 2, "Linear -> GELU (float32) -> .double() -> Linear (float64)"),
+    "scaled_by_buffer": Recipe(ScaledByBuffer, (4,), 1, 3, "Linear -> times a buffer -> SiLU"),
+}
+EXAMPLE_BATCH = 3
+
+
+def build(recipe: str | MLPSpec, seed: int = 0) -> nn.Module:
+    """The model of `recipe`, weights drawn from `seed`, in eval mode."""
+    torch.manual_seed(seed)
+    model = build_mlp(recipe) if isinstance(recipe, MLPSpec) else ZOO[recipe].build()
+    return model.eval()
+
+
+def features(recipe: str | MLPSpec) -> tuple[int, ...]:
+    return (recipe.in_features,) if isinstance(recipe, MLPSpec) else ZOO[recipe].features
+
+
+def dtype_of(recipe: str | MLPSpec) -> torch.dtype:
+    return recipe.torch_dtype if isinstance(recipe, MLPSpec) else torch.float32
+
+
+def example(recipe: str | MLPSpec, batch: int = EXAMPLE_BATCH, seed: int = 1) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed * 1000 + batch)
+    return torch.randn(batch, *features(recipe), generator=generator, dtype=dtype_of(recipe))
+
+
+def new_state(recipe: str | MLPSpec, seed: int = 99) -> dict[str, torch.Tensor]:
+    """Other weights (and buffers) for the same model: what a weight update ships to a deployed program."""
+    return build(recipe, seed).state_dict()
+
+
+def eager(recipe: str | MLPSpec, batches: list[int], state_seed: int | None = None) -> dict[int, torch.Tensor]:
+    """The model's own outputs for each batch size (run in the checks' process)."""
+    model = build(recipe)
+    if state_seed is not None:
+        model.load_state_dict(new_state(recipe, state_seed))
+    with torch.no_grad():
+        return {b: model(example(recipe, b)) for b in batches}
+
+
+# --- describing graphs ------------------------------------------------------------------------------------
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return "tensor:" + str(value.dtype).removeprefix("torch.")
+    if isinstance(value, torch.SymInt):
+        return "SymInt"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    return type(value).__name__
+
+
+def describe_node(node: torch.fx.Node) -> dict:
+    """What decides where a node may run, as plain data: its op, target, canonical name, and the kinds of the
+    values it reads and makes (from the FakeTensors export leaves in node.meta["val"])."""
+    target = node.target
+    text = str(target) if isinstance(target, (torch._ops.OpOverload, str)) else getattr(target, "__name__", str(target))
+    outputs = node.meta.get("val")
+    outs = [_kind(v) for v in (outputs if isinstance(outputs, (list, tuple)) else [outputs]) if v is not None]
+    return {"name": node.name, "op": node.op, "target": text,
+            "canonical": canonical_name(target) if node.op == "call_function" else None,
+            "core": isinstance(target, torch._ops.OpOverload) and torch.Tag.core in target.tags,
+            "full_slice": target is torch.ops.aten.slice.Tensor and _is_full_slice(node),
+            "symbolic_sizes": sum(not isinstance(s, int) for s in getattr(outputs, "shape", ())),
+            "inputs": [_kind(source.meta.get("val")) for source in node.all_input_nodes], "outputs": outs}
+
+
+def _is_full_slice(node: torch.fx.Node) -> bool:
+    """aten.slice.Tensor(x, dim, start, end, step) that keeps every element of x along dim."""
+    _, _dim, start, end, step = (list(node.args) + [0, None, None, 1][len(node.args) - 1:])[:5]
+    return start in (0, None) and (end is None or end >= 2 ** 62) and step == 1
+
+
+def _ops(gm: torch.fx.GraphModule) -> list[dict]:
+    return [describe_node(n) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+# --- the spec's own graphs ---------------------------------------------------------------------------------
+
+def spec_table() -> Any:
+    """The decomposition table the lesson specifies: torch's default, minus the ops whose name is in NPU_OPS."""
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if canonical_name(op) in NPU_OPS:
+            del table[op]
+    return table
+
+
+def spec_export(recipe: str | MLPSpec) -> torch.export.ExportedProgram:
+    """The recipe exported with a dynamic batch and decomposed with spec_table(): the graph legalise receives."""
+    model = build(recipe)
+    batch = torch.export.Dim("batch")
+    with quiet():
+        ep = torch.export.export(model, (example(recipe),), dynamic_shapes=({0: batch},))
+        return ep.run_decompositions(spec_table())
+
+
+def _run(ep: torch.export.ExportedProgram, recipe: str | MLPSpec, batches: list[int],
+         state: dict | None = None) -> dict[int, Any]:
+    """ep.module()'s output per batch size, or the error's text."""
+    results: dict[int, Any] = {}
+    for b in batches:
+        try:
+            module = ep.module()
+            if state is not None:
+                module.load_state_dict(state, strict=False)
+            with torch.no_grad():
+                results[b] = module(example(recipe, b))
+        except Exception as exc:  # noqa: BLE001 - the check reports it
+            results[b] = f"{type(exc).__name__}: {str(exc).strip()[:500]}"
+    return results
+
+
+def _size_of_batch(ep: torch.export.ExportedProgram) -> str:
+    """The user input's dimension 0 as export recorded it: a symbol ("s77") or the int it was fixed to."""
+    user = set(ep.graph_signature.user_inputs)
+    for node in ep.graph.nodes:
+        if node.op == "placeholder" and node.name in user:
+            return str(node.meta["val"].shape[0])
+    return "?"
+
+
+# --- probes ------------------------------------------------------------------------------------------------
+
+def exported(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int]) -> dict:
+    """export_for_npu(model, (example,)): what it returned, its batch size, its ops, its outputs per batch."""
+    with quiet():
+        ep = attempt.export_for_npu(build(recipe), (example(recipe),))
+    if not isinstance(ep, torch.export.ExportedProgram):
+        return {"type": type(ep).__name__}
+    return {"type": "ExportedProgram", "batch": _size_of_batch(ep), "ops": _ops(ep.graph_module),
+            "outputs": _run(ep, recipe, batches)}
+
+
+def table(attempt: ModuleType) -> dict:
+    """npu_decomposition_table(): its type, and the ops it decomposes (as text)."""
+    got = attempt.npu_decomposition_table()
+    try:
+        ops = sorted(str(op) for op in got.keys())
+    except AttributeError:
+        return {"type": type(got).__name__, "ops": None}
+    return {"type": type(got).__name__, "ops": ops}
+
+
+def default_table_ops() -> list[str]:
+    return sorted(str(op) for op in torch.export.default_decompositions().keys())
+
+
+def legalised(attempt: ModuleType, recipe: str, batches: list[int], times: int = 1) -> dict:
+    """legalise() on the spec's graph of `recipe`, `times` times over: what the last call returned, the ops
+    before it and after it, the outputs."""
+    ep = spec_export(recipe)
+    for _ in range(times):
+        before = _ops(ep.graph_module)
+        with quiet():
+            returned = attempt.legalise(ep.graph_module)
+    return {"returned": returned if isinstance(returned, int) else repr(returned)[:80], "before": before,
+            "after": _ops(ep.graph_module), "outputs": _run(ep, recipe, batches)}
+
+
+def support_verdicts(attempt: ModuleType, recipe: str, legalise_first: bool) -> list[dict]:
+    """is_npu_node(node) for every node of the spec's graph of `recipe` (legalised by the attempt if asked)."""
+    ep = spec_export(recipe)
+    if legalise_first:
+        attempt.legalise(ep.graph_module)
+    verdicts = []
+    for node in ep.graph.nodes:
+        verdict = attempt.is_npu_node(node)
+        verdicts.append({**describe_node(node), "verdict": verdict if isinstance(verdict, bool) else repr(verdict)})
+    return verdicts
+
+
+def _propagate(gm: torch.fx.GraphModule, fake_inputs: list) -> None:
+    """Give a program's nodes the meta["val"] export would have: its graph run on the delegate's fake inputs."""
+    from torch._guards import detect_fake_mode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    mode = detect_fake_mode(fake_inputs)
+    if mode is not None:
+        FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake_inputs)
+
+
+def _delegates(gm: torch.fx.GraphModule) -> tuple[list[dict], list[dict]]:
+    """(the programs the graph runs on the NPU, each as its ops or an error; the nodes outside them)."""
+    from katas.common.npu_aot import unpack
+
+    programs, outside = [], []
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if str(node.target) != RUN_PROGRAM:
+            outside.append(describe_node(node))
+            continue
+        try:
+            inner = unpack(node.args[0])
+            _propagate(inner, [source.meta.get("val") for source in node.args[1]])
+            programs.append({"ops": _ops(inner), "inputs": len(node.args[1])})
+        except Exception as exc:  # noqa: BLE001 - a program the runtime cannot read
+            programs.append({"error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+    return programs, outside
+
+
+def _signature(ep: torch.export.ExportedProgram) -> dict:
+    """Parameters and buffers the signature names, and those whose placeholder nothing reads."""
+    sig = ep.graph_signature
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    unread = [target for name, target in {**sig.inputs_to_parameters, **sig.inputs_to_buffers}.items()
+              if name in placeholders and not placeholders[name].users]
+    return {"parameters": sorted(sig.parameters), "buffers": sorted(sig.buffers), "unread": sorted(unread),
+            "get_attr": sorted(str(n.target) for n in ep.graph.nodes if n.op == "get_attr")}
+
+
+def lowered(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int], state_seed: int | None = None,
+            save_to: str | None = None) -> dict:
+    """lower(model, (example,)): the programs and the CPU nodes of its graph, its signature, its outputs per batch
+    (with other weights loaded too, if `state_seed`), and whether torch.export.save takes it (to `save_to`)."""
+    with quiet():
+        ep = attempt.lower(build(recipe), (example(recipe),))
+    if not isinstance(ep, torch.export.ExportedProgram):
+        return {"type": type(ep).__name__}
+    programs, outside = _delegates(ep.graph_module)
+    seen = {"type": "ExportedProgram", "programs": programs, "outside": outside, "signature": _signature(ep),
+            "outputs": _run(ep, recipe, batches)}
+    if state_seed is not None:
+        seen["outputs_new_state"] = _run(ep, recipe, batches, new_state(recipe, state_seed))
+    if save_to is not None:
+        try:
+            with quiet():
+                torch.export.save(ep, save_to)
+            seen["saved"] = None
+        except Exception as exc:  # noqa: BLE001 - the check explains it
+            seen["saved"] = f"{type(exc).__name__}: {str(exc).strip()[:600]}"
+    return seen

@@ -1,0 +1,23 @@
+"""Mistake: OperatorSupport's habit kept: every node that is not a call counts as supported (placeholders,
+get_attr, output)."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("08_export_aot", "aot.py")
+KILLED_BY = ('is_npu_node_follows_the_device', 'lower_runs_each_npu_island_as_one_program',
+    'random_mlps_lower_and_match_eager', 'saved_program_runs_in_a_fresh_process',
+    'weights_stay_inputs_of_the_program')
+
+
+def is_npu_node(node):
+    if node.op != "call_function":
+        return True
+    return _ref.canonical_name(node.target) in _ref.NPU_OPS and all(
+        getattr(s.meta.get("val"), "dtype", None) in _ref.NPU_DTYPES for s in node.all_input_nodes)
+
+
+_ref.is_npu_node = is_npu_node
+
+npu_decomposition_table, export_for_npu, legalise, is_npu_node = (
+    _ref.npu_decomposition_table, _ref.export_for_npu, _ref.legalise, _ref.is_npu_node)
+NpuSupport, delegate_to_npu, lower = _ref.NpuSupport, _ref.delegate_to_npu, _ref.lower

@@ -1,0 +1,177 @@
+"""What kata 8's lesson states about torch.export on torch 2.13.0, measured: if torch changes, a test here fails
+before the lesson misleads anyone. Each test names the lesson section it backs."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.export import Dim
+
+from katas.common.npu import NPU_OPS, canonical_name
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+aten = torch.ops.aten
+
+
+def exported(model: nn.Module, x: torch.Tensor, table=None) -> torch.export.ExportedProgram:
+    ep = torch.export.export(model.eval(), (x,), dynamic_shapes=({0: Dim("batch")},))
+    return ep if table is None else ep.run_decompositions(table)
+
+
+def npu_table():
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if canonical_name(op) in NPU_OPS:
+            del table[op]
+    return table
+
+
+def targets(ep) -> list[str]:
+    return [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def test_what_an_exported_program_is_weights_are_named_placeholders_and_cond_is_a_higher_order_op():
+    class WithBuffer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(4, 4)
+            self.register_buffer("scale", torch.ones(4))
+
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda t: self.fc1(t) * self.scale, lambda t: t.clone(), (x,))
+
+    ep = exported(WithBuffer(), torch.randn(3, 4))
+    placeholders = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+    assert placeholders == ["p_fc1_weight", "p_fc1_bias", "b_scale", "x"]
+    assert ep.graph_signature.inputs_to_parameters == {"p_fc1_weight": "fc1.weight", "p_fc1_bias": "fc1.bias"}
+    assert "torch.ops.higher_order.cond" in ep.graph_module.code
+
+
+def test_step_1_a_static_export_refuses_another_batch_and_a_dim_keeps_it_symbolic():
+    model, x = nn.Linear(4, 3), torch.randn(3, 4)
+    static = torch.export.export(model, (x,))
+    with pytest.raises(AssertionError, match=r"Guard failed: .*size\(\)\[0\] == 3"):
+        static.module()(torch.randn(5, 4))
+    dynamic = exported(model, x)
+    (symbol,) = dynamic.range_constraints
+    user = next(n for n in dynamic.graph.nodes if n.name == dynamic.graph_signature.user_inputs[0])
+    assert str(user.meta["val"].shape[0]) == str(symbol)
+    assert dynamic.module()(torch.randn(5, 4)).shape == (5, 3)
+
+
+def test_step_1_the_default_table_decomposes_linear_and_silu_keeps_gelu_and_an_empty_one_keeps_layer_norm():
+    table = torch.export.default_decompositions()
+    assert aten.linear.default in table and aten.silu.default in table and aten.gelu.default not in table
+    assert torch.Tag.core in aten.gelu.default.tags and torch.Tag.core not in aten.silu.default.tags
+    model = nn.Sequential(nn.Linear(4, 8), nn.SiLU(), nn.LayerNorm(8), nn.Linear(8, 3))
+    default = targets(exported(model, torch.randn(3, 4), torch.export.default_decompositions()))
+    assert "aten.linear.default" not in default and "aten.addmm.default" in default and "aten.permute.default" in default
+    assert "aten.silu.default" not in default and {"aten.sigmoid.default", "aten.mul.Tensor"} <= set(default)
+    assert "aten.layer_norm.default" in targets(exported(model, torch.randn(3, 4), {}))
+    kept = targets(exported(model, torch.randn(3, 4), npu_table()))
+    assert kept.count("aten.linear.default") == 2 and "aten.silu.default" in kept
+    assert "aten.native_layer_norm.default" in kept and "aten.layer_norm.default" not in kept
+
+
+@pytest.mark.parametrize("fn, shape, expected", [
+    (lambda h: h.detach() * 2, (3, 4), ["aten.alias.default"]),
+    (lambda h: h.clone() * 2, (3, 4), ["aten.clone.default"]),
+    (lambda h: h[:, None] * 2, (3, 4), ["aten.slice.Tensor", "aten.unsqueeze.default"]),
+    (lambda h: h.unsqueeze(1).squeeze(1) * 2, (3, 4), ["aten.unsqueeze.default", "aten.squeeze.dims"]),
+    (lambda h: h.flatten(1) * 2, (3, 2, 2), ["aten.sym_size.int", "aten.view.default"]),
+    (lambda h: h.double() * 2, (3, 4), ["aten._assert_tensor_metadata.default", "aten._to_copy.default"]),
+], ids=["detach", "clone", "none_index", "squeeze", "flatten", "double"])
+def test_step_2_what_export_writes_for_aliases_views_and_casts(fn, shape, expected):
+    ops = targets(exported(Lambda(fn), torch.randn(*shape), npu_table()))
+    assert ops == expected + ["aten.mul.Tensor"]
+
+
+def test_step_2_a_full_slice_ends_at_sys_maxsize_a_static_full_one_is_dropped_and_flatten_sizes_its_view():
+    sliced = exported(Lambda(lambda h: h[:, None]), torch.randn(3, 4), npu_table())
+    (slice_node,) = [n for n in sliced.graph.nodes if n.target is aten.slice.Tensor]
+    assert list(slice_node.args[1:]) == [0, 0, 9223372036854775807] and slice_node.args[3] == sys.maxsize
+    static_end = exported(Lambda(lambda h: h[:, :4] * 2), torch.randn(3, 4), npu_table())
+    assert [n.args[1] for n in static_end.graph.nodes if n.target is aten.slice.Tensor] == [0], "export drops [:, :4]"
+    flat = exported(Lambda(lambda h: h.flatten(1)), torch.randn(3, 2, 2), npu_table())
+    (view,) = [n for n in flat.graph.nodes if n.target is aten.view.default]
+    assert view.args[1][0].target is aten.sym_size.int and view.args[1][1] == 4
+
+
+def test_step_3_operator_support_calls_placeholders_supported():
+    from torch.fx.passes.operator_support import OperatorSupport
+
+    ep = exported(nn.Linear(4, 3), torch.randn(3, 4))
+    placeholder = next(n for n in ep.graph.nodes if n.op == "placeholder")
+    assert OperatorSupport().is_node_supported({}, placeholder) is True
+
+
+def _linear_support():
+    from torch.fx.passes.operator_support import OperatorSupport
+
+    class LinearOnly(OperatorSupport):
+        def is_node_supported(self, submodules, node) -> bool:
+            return node.op == "call_function" and node.target is aten.linear.default
+
+    return LinearOnly()
+
+
+def test_step_4_the_partitioner_drops_a_lone_node_by_default_and_renames_a_placeholder_called_input():
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 3))
+    ep = exported(model, torch.randn(3, 4), npu_table())
+    assert ep.graph_signature.user_inputs == ("input",)
+    assert CapabilityBasedPartitioner(ep.graph_module, _linear_support()).propose_partitions() == []
+    partitioner = CapabilityBasedPartitioner(ep.graph_module, _linear_support(), allows_single_node_partition=True)
+    fused = partitioner.fuse_partitions(partitioner.propose_partitions())
+    assert fused is ep.graph_module
+    assert [n.name for n in fused.graph.nodes if n.op == "placeholder"][-1] == "input_1"
+    assert ep.graph_signature.user_inputs == ("input",)
+
+
+def test_step_4_save_refuses_a_delegated_program_whose_signature_names_the_old_nodes(tmp_path):
+    from checker.kit import load_reference
+
+    reference = load_reference("08_export_aot", "aot.py")
+    reference._sync_signature = lambda ep: None
+    ep = reference.lower(nn.Sequential(nn.Linear(4, 8), nn.GELU()), (torch.randn(3, 4),))
+    with pytest.raises(Exception, match="Input spec name input does not match node name input_1"):
+        torch.export.save(ep, tmp_path / "p.pt2")
+
+
+def test_step_5_a_delegated_program_saves_and_loads_and_an_op_registered_elsewhere_does_not(tmp_path):
+    import subprocess
+    import sys
+
+    from checker.kit import load_reference
+    from checker.manifest import REPO_ROOT
+
+    reference = load_reference("08_export_aot", "aot.py")
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3)).eval()
+    ep = reference.lower(model, (torch.randn(3, 4),))
+    torch.export.save(ep, tmp_path / "ok.pt2")
+
+    @torch.library.custom_op("facts_elsewhere::twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    twice.register_fake(lambda x: torch.empty_like(x))
+    foreign = torch.export.export(Lambda(lambda h: torch.ops.facts_elsewhere.twice(h)), (torch.randn(3, 4),))
+    torch.export.save(foreign, tmp_path / "foreign.pt2")
+    code = ("import torch, katas.common.npu_aot, sys\n"
+            "print(torch.export.load(sys.argv[1]).module()(torch.ones(5, 4)).shape)\n"
+            "try:\n    torch.export.load(sys.argv[2])\nexcept Exception as e:\n    print('refused', type(e).__name__)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ok.pt2"), str(tmp_path / "foreign.pt2")],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert proc.stdout.split("\n")[:2] == ["torch.Size([5, 3])", "refused RuntimeError"], proc.stderr[-1500:]
