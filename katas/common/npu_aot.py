@@ -280,6 +280,14 @@ def replay_main() -> None:
 
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
+    # what loading and unlifting a program import on first use (Dynamo among them, about 1.3 s), imported while
+    # the caller is still lowering and saving: the request only arrives once the programs are on disk
+    import importlib
+
+    for module in ("torch._dynamo", "torch._export.serde.serialize", "torch.export._unlift",
+                   "torch.export.pt2_archive._package"):
+        importlib.import_module(module)
+
     answer = json.dumps(replay(json.load(sys.stdin)))
     sys.stdout.write(answer)
     sys.stdout.flush()

@@ -239,6 +239,11 @@ def _lowered(ctx, recipe, *, state_seed: int | None = None, save_to: str | None 
     return seen
 
 
+# every kind of island: whole model, native silu, a CPU op between, legalised views, float64, a buffer, matmul;
+# (`aliases` and `slices_and_views` are legalise's: lowering them adds nothing but time)
+DELEGATED = ("mlp", "silu_mlp", "layer_norm_between", "flatten_views", "float64_head", "scaled_by_buffer", "gram")
+
+
 def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
     """Every program holds only NPU ops; no op the NPU runs is left outside one; as many programs as NPU islands."""
     foreign = sorted({n["target"] for n in seen["outside"]
@@ -271,7 +276,7 @@ def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
 @CHECKS.check(stage="delegate", weight=3)
 def lower_runs_each_npu_island_as_one_program(ctx):
     "lower: each island of NPU ops is one npu_aot.run_program call, the rest stays ATen; outputs equal eager's"
-    for recipe in ZOO:
+    for recipe in DELEGATED:
         DEVICE.reset()
         seen = _lowered(ctx, recipe)
         expect_outputs(recipe, seen["outputs"], what="ep.module() of lower's program")
@@ -286,7 +291,7 @@ def lower_runs_each_npu_island_as_one_program(ctx):
 @CHECKS.check(stage="delegate", weight=2)
 def weights_stay_inputs_of_the_program(ctx):
     "lower keeps every parameter and buffer in the signature, read by the graph: new weights reach the NPU"
-    for recipe in ("mlp", "layer_norm_between", "scaled_by_buffer"):
+    for recipe in ("mlp", "scaled_by_buffer"):
         seen = _lowered(ctx, recipe, state_seed=7)
         model = probes.build(recipe)
         want_params = sorted(name for name, _ in model.named_parameters())
@@ -308,27 +313,37 @@ def weights_stay_inputs_of_the_program(ctx):
 
 # --- Step 5: save, and load elsewhere ---------------------------------------------------------------------------
 
-SAVED = ("mlp", "layer_norm_between", "flatten_views", "scaled_by_buffer")
+SAVED = ("mlp", "layer_norm_between", "scaled_by_buffer")
 REPLAY_BATCHES = [1, 5, 8]
 
 
-def replay_in_a_fresh_process(folder: Path, recipes: tuple[str, ...]) -> dict:
-    """Load each saved program in a new Python that imports only torch and katas.common.npu_aot, and run it on
-    REPLAY_BATCHES and once with other weights. recipe -> the replay's entry (see npu_aot.replay)."""
+def start_fresh_process(folder: Path) -> subprocess.Popen:
+    """A new Python that imports only torch and katas.common.npu_aot, then waits for its request on stdin: started
+    before the programs are lowered and saved, so that its start-up overlaps that work."""
+    root = str(Path(katas.__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FX_KATAS")}
+    env.update(PYTHONPATH=root, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.Popen([sys.executable, "-c", REPLAY_COMMAND], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=folder, env=env)
+
+
+def replay_in(process: subprocess.Popen, folder: Path, recipes: tuple[str, ...]) -> dict:
+    """Have the fresh process load each saved program and run it on REPLAY_BATCHES and once with other weights.
+    recipe -> the replay's entry (see npu_aot.replay)."""
     request = {"programs": []}
     for recipe in recipes:
         cases = [{"inputs": _dump_tensors((probes.example(recipe, b),)), "state": None} for b in REPLAY_BATCHES]
         cases.append({"inputs": _dump_tensors((probes.example(recipe, 4),)),
                       "state": _dump_tensors(probes.new_state(recipe, 11))})
         request["programs"].append({"path": str(folder / f"{recipe}.pt2"), "cases": cases})
-    root = str(Path(katas.__file__).resolve().parent.parent)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FX_KATAS")}
-    env.update(PYTHONPATH=root, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, "-c", REPLAY_COMMAND], input=json.dumps(request), capture_output=True,
-                          text=True, cwd=folder, env=env, timeout=REPLAY_TIME_LIMIT)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise RuntimeError(f"the replay process failed: {proc.stderr.strip()[-800:]}")
-    return dict(zip(recipes, json.loads(proc.stdout)["programs"]))
+    try:
+        out, err = process.communicate(json.dumps(request), timeout=REPLAY_TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise RuntimeError(f"the replay process took over {REPLAY_TIME_LIMIT} s") from None
+    if process.returncode != 0 or not out.strip():
+        raise RuntimeError(f"the replay process failed: {err.strip()[-800:]}")
+    return dict(zip(recipes, json.loads(out)["programs"]))
 
 
 @CHECKS.check(stage="save_load", weight=3)
@@ -337,13 +352,19 @@ def saved_program_runs_in_a_fresh_process(ctx):
     with tempfile.TemporaryDirectory(prefix="fx-katas-aot-") as tmp:
         folder = Path(tmp)
         os.chmod(folder, 0o777)  # the worker may run as another user
-        for recipe in SAVED:
-            seen = _lowered(ctx, recipe, save_to=str(folder / f"{recipe}.pt2"))
-            expect(seen["saved"] is None,
-                   f"torch.export.save refused lower's program of {model_text(recipe)}:\n  {seen['saved']}\n"
-                   f"The graph signature names placeholders and outputs by node name: after rewriting the graph, "
-                   f"name the new nodes there. README.md, 'The signature'.")
-        replayed = replay_in_a_fresh_process(folder, SAVED)
+        fresh = start_fresh_process(folder)
+        try:
+            for recipe in SAVED:
+                seen = _lowered(ctx, recipe, save_to=str(folder / f"{recipe}.pt2"))
+                expect(seen["saved"] is None,
+                       f"torch.export.save refused lower's program of {model_text(recipe)}:\n  {seen['saved']}\n"
+                       f"The graph signature names placeholders and outputs by node name: after rewriting the graph, "
+                       f"name the new nodes there. README.md, 'The signature'.")
+            replayed = replay_in(fresh, folder, SAVED)
+        finally:
+            if fresh.poll() is None:
+                fresh.kill()
+                fresh.wait()
     for recipe, entry in replayed.items():
         expect(entry["error"] is None,
                f"torch.export.load of lower's program of {model_text(recipe)} failed in a fresh process that "

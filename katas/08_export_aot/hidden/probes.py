@@ -12,6 +12,7 @@ in NPU_OPS — so a mistake in the attempt's export does not hide what its legal
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
@@ -225,13 +226,18 @@ def spec_table() -> Any:
     return table
 
 
-def spec_export(recipe: str | MLPSpec) -> torch.export.ExportedProgram:
-    """The recipe exported with a dynamic batch and decomposed with spec_table(): the graph legalise receives."""
-    model = build(recipe)
-    batch = torch.export.Dim("batch")
-    with quiet():
-        ep = torch.export.export(model, (example(recipe),), dynamic_shapes=({0: batch},))
-        return ep.run_decompositions(spec_table())
+_SPEC_EXPORTS: dict[str, torch.export.ExportedProgram] = {}
+
+
+def spec_export(recipe: str) -> torch.export.ExportedProgram:
+    """The recipe exported with a dynamic batch and decomposed with spec_table(): the graph legalise receives.
+    A copy of its own each call (a deep copy takes a millisecond; exporting again, a few hundred)."""
+    if recipe not in _SPEC_EXPORTS:
+        batch = torch.export.Dim("batch")
+        with quiet():
+            ep = torch.export.export(build(recipe), (example(recipe),), dynamic_shapes=({0: batch},))
+            _SPEC_EXPORTS[recipe] = ep.run_decompositions(spec_table())
+    return copy.deepcopy(_SPEC_EXPORTS[recipe])
 
 
 def _run(ep: torch.export.ExportedProgram, recipe: str | MLPSpec, batches: list[int],

@@ -4,8 +4,7 @@ not run (layer_norm, flatten's reshape) stay in the graph too."""
 from checker.kit import load_reference
 
 _ref = load_reference("08_export_aot", "aot.py")
-KILLED_BY = ('exported_graphs_are_core_aten_plus_npu_ops', 'lower_runs_each_npu_island_as_one_program',
-    'table_decomposes_all_but_what_the_npu_runs')
+KILLED_BY = ('exported_graphs_are_core_aten_plus_npu_ops', 'table_decomposes_all_but_what_the_npu_runs')
 
 
 def npu_decomposition_table():

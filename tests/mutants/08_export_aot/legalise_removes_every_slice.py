@@ -5,8 +5,7 @@ import torch
 from checker.kit import load_reference
 
 _ref = load_reference("08_export_aot", "aot.py")
-KILLED_BY = ('legalise_leaves_legal_graphs_alone', 'legalise_removes_aliases_and_reshapes',
-    'lower_runs_each_npu_island_as_one_program')
+KILLED_BY = ('legalise_leaves_legal_graphs_alone', 'legalise_removes_aliases_and_reshapes')
 _noop = _ref._is_noop
 
 
