@@ -201,7 +201,6 @@ def describe_node(node: torch.fx.Node) -> dict:
             "canonical": canonical_name(target) if node.op == "call_function" else None,
             "core": isinstance(target, torch._ops.OpOverload) and torch.Tag.core in target.tags,
             "full_slice": target is torch.ops.aten.slice.Tensor and _is_full_slice(node),
-            "symbolic_sizes": sum(not isinstance(s, int) for s in getattr(outputs, "shape", ())),
             "inputs": [_kind(source.meta.get("val")) for source in node.all_input_nodes], "outputs": outs}
 
 
