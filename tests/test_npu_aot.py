@@ -117,13 +117,13 @@ def test_replay_loads_a_saved_program_in_a_fresh_process_and_reports_what_fails(
                       tmp_path / "p.pt2")
     x = torch.randn(6, 4)
     request = {"programs": [
-        {"path": str(tmp_path / "p.pt2"), "cases": [{"inputs": npu_aot._dump_tensors((x,)), "state": None}]},
+        {"path": str(tmp_path / "p.pt2"), "cases": [{"inputs": npu_aot.dump_tensors((x,)), "state": None}]},
         {"path": str(tmp_path / "missing.pt2"), "cases": []},
     ]}
     proc = subprocess.run([sys.executable, "-c", npu_aot.REPLAY_COMMAND], input=json.dumps(request),
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     found, missing = json.loads(proc.stdout)["programs"]
-    torch.testing.assert_close(npu_aot._load_tensors(found["cases"][0]["outputs"]),
+    torch.testing.assert_close(npu_aot.load_tensors(found["cases"][0]["outputs"]),
                                F.gelu(F.linear(x, model.w.detach()), approximate="tanh"))
     assert found["launches"] == 2 and found["programs_compiled"] == 1
     assert missing["error"].startswith("FileNotFoundError")

@@ -48,16 +48,19 @@ class ProgramFormatError(ValueError):
 
 # --- the format -----------------------------------------------------------------------------------------
 
-def _tensor_text(tensor: torch.Tensor) -> str:
+def dump_tensors(value: Any) -> str:
+    """Tensors (or a structure of them, a state dict) as text: torch.save, base64."""
     buffer = io.BytesIO()
-    torch.save(tensor.detach().clone().contiguous(), buffer)
+    torch.save(value, buffer)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _text_tensor(text: str) -> torch.Tensor:
+def load_tensors(text: str) -> Any:
+    """What dump_tensors wrote, as real tensors even under an active fake mode (torch.load would make them fake:
+    a program first read by the fake kernel must still hold real constants)."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    with unset_fake_temporarily():  # a program first read by the fake kernel must still hold real constants
+    with unset_fake_temporarily():
         return torch.load(io.BytesIO(base64.b64decode(text)), weights_only=True)
 
 
@@ -113,7 +116,7 @@ def pack(gm: torch.fx.GraphModule) -> str:
             value = operator.attrgetter(node.target)(gm)
             if not isinstance(value, torch.Tensor):
                 raise ProgramFormatError(f"{where} reads {node.target}, a {type(value).__name__}, not a tensor")
-            nodes.append({"op": "constant", "name": node.name, "tensor": _tensor_text(value)})
+            nodes.append({"op": "constant", "name": node.name, "tensor": dump_tensors(value.detach().clone().contiguous())})
         elif node.op == "call_function":
             nodes.append({"op": "call", "name": node.name, "target": _target_name(node),
                           "args": _encode(list(node.args), names, where),
@@ -146,7 +149,7 @@ def unpack(text: str) -> torch.fx.GraphModule:
         if item["op"] == "input":
             env[item["name"]] = graph.placeholder(item["name"])
         elif item["op"] == "constant":
-            root.register_buffer(item["name"], _text_tensor(item["tensor"]))
+            root.register_buffer(item["name"], load_tensors(item["tensor"]))
             env[item["name"]] = graph.get_attr(item["name"])
         elif item["op"] == "call":
             env[item["name"]] = graph.call_function(_resolve(item["target"]), tuple(_decode(item["args"], env)),
@@ -226,21 +229,11 @@ def _run_program_fake(program: str, inputs: list[torch.Tensor]) -> list[torch.Te
 
 # --- replay in a fresh process ----------------------------------------------------------------------------
 
-def _load_tensors(text: str) -> Any:
-    return torch.load(io.BytesIO(base64.b64decode(text)), weights_only=True)
-
-
-def _dump_tensors(value: Any) -> str:
-    buffer = io.BytesIO()
-    torch.save(value, buffer)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def replay(request: dict) -> dict:
     """Load each saved program named in `request` and run its cases, in this process.
 
     request: {"programs": [{"path": str, "cases": [{"inputs": <tensors>, "state": <state dict or null>}]}]},
-    tensors as `_dump_tensors` text. Returns {"programs": [{"error": str | None, "cases": [...],
+    tensors as `dump_tensors` text. Returns {"programs": [{"error": str | None, "cases": [...],
     "launches": int, "programs_compiled": int, "ops_run": {op: count}}]}, each case {"outputs" | "error"}.
     """
     results = []
@@ -256,10 +249,10 @@ def replay(request: dict) -> dict:
                 try:
                     module = loaded.module()
                     if case.get("state"):
-                        module.load_state_dict(_load_tensors(case["state"]), strict=False)
+                        module.load_state_dict(load_tensors(case["state"]), strict=False)
                     with torch.no_grad():
-                        out = module(*_load_tensors(case["inputs"]))
-                    entry["cases"].append({"outputs": _dump_tensors(out)})
+                        out = module(*load_tensors(case["inputs"]))
+                    entry["cases"].append({"outputs": dump_tensors(out)})
                 except Exception as exc:  # noqa: BLE001 - reported per case
                     entry["cases"].append({"error": f"{type(exc).__name__}: {str(exc).strip()[:600]}"})
         stats = npu.DEVICE.stats

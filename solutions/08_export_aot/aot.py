@@ -57,6 +57,11 @@ def _static_sizes(node: torch.fx.Node) -> list[int] | None:
     return sizes if sizes.count(-1) <= 1 else None
 
 
+def _is_legal_view(node: torch.fx.Node, sizes: list[int]) -> bool:
+    """A view already written with these int sizes: nothing to rewrite (a second legalise changes nothing)."""
+    return node.target is aten.view.default and list(node.args[1]) == sizes
+
+
 RESHAPES = (aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.view.default,
             aten.reshape.default, aten._unsafe_view.default)
 
@@ -79,8 +84,7 @@ def legalise(gm: torch.fx.GraphModule) -> int:
             changed += 1
         elif node.target in RESHAPES:
             sizes = _static_sizes(node)
-            current = list(node.args[1]) if node.target is aten.view.default else None
-            if sizes is None or current == sizes:
+            if sizes is None or _is_legal_view(node, sizes):
                 continue
             with gm.graph.inserting_before(node):
                 view = gm.graph.call_function(aten.view.default, (node.args[0], sizes))
@@ -121,22 +125,27 @@ class NpuSupport(OperatorSupport):
 
 def _delegate_partition(ep: ExportedProgram, gm: torch.fx.GraphModule, call: torch.fx.Node) -> None:
     """Replace the `call_module` of one fused partition with npu_aot.run_program on its packed graph."""
-    graph = gm.graph
     sub = gm.get_submodule(call.target)
-    program = pack(sub)
-    result = sub.graph.output_node().args[0]
-    single = isinstance(result, torch.fx.Node)
+    single = isinstance(sub.graph.output_node().args[0], torch.fx.Node)
+    _call_instead(gm, call, torch.ops.npu_aot.run_program.default, pack(sub), single)
+
+
+def _call_instead(gm: torch.fx.GraphModule, call: torch.fx.Node, op, first_argument, single: bool) -> None:
+    """Replace the partition's `call_module` node with `op(first_argument, [its inputs])`, an op returning a list:
+    with `meta["val"]` from the op's fake kernel, read through getitem when the partition had one output (with
+    several, its users index it with getitem already). The submodule goes too."""
+    graph = gm.graph
     with graph.inserting_before(call):
-        run = graph.call_function(torch.ops.npu_aot.run_program.default, (program, list(call.args)))
+        run = graph.call_function(op, (first_argument, list(call.args)))
     fake_inputs = [a.meta["val"] for a in call.args]
     with torch._guards.detect_fake_mode(fake_inputs):
-        run.meta["val"] = torch.ops.npu_aot.run_program.default(program, fake_inputs)
+        run.meta["val"] = op(first_argument, fake_inputs)
     if single:
         with graph.inserting_after(run):
             first = graph.call_function(operator.getitem, (run, 0))
         first.meta["val"] = run.meta["val"][0]
         call.replace_all_uses_with(first)
-    else:  # the partition's users already index its outputs with getitem
+    else:
         call.replace_all_uses_with(run)
     graph.erase_node(call)
     delattr(gm, call.target)

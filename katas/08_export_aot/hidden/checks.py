@@ -24,7 +24,7 @@ from checker.child import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, describe
 from katas.common.npu import DEVICE, LAYOUT_OPS, NPU_DTYPES, NPU_OPS, DeviceService
-from katas.common.npu_aot import REPLAY_COMMAND, _dump_tensors, _load_tensors
+from katas.common.npu_aot import REPLAY_COMMAND, dump_tensors, load_tensors
 from katas.common.strategies import mlp_specs
 
 _HIDDEN = Path(__file__).parent
@@ -332,9 +332,9 @@ def replay_in(process: subprocess.Popen, folder: Path, recipes: tuple[str, ...])
     recipe -> the replay's entry (see npu_aot.replay)."""
     request = {"programs": []}
     for recipe in recipes:
-        cases = [{"inputs": _dump_tensors((probes.example(recipe, b),)), "state": None} for b in REPLAY_BATCHES]
-        cases.append({"inputs": _dump_tensors((probes.example(recipe, 4),)),
-                      "state": _dump_tensors(probes.new_state(recipe, 11))})
+        cases = [{"inputs": dump_tensors((probes.example(recipe, b),)), "state": None} for b in REPLAY_BATCHES]
+        cases.append({"inputs": dump_tensors((probes.example(recipe, 4),)),
+                      "state": dump_tensors(probes.new_state(recipe, 11))})
         request["programs"].append({"path": str(folder / f"{recipe}.pt2"), "cases": cases})
     try:
         out, err = process.communicate(json.dumps(request), timeout=REPLAY_TIME_LIMIT)
@@ -376,9 +376,9 @@ def saved_program_runs_in_a_fresh_process(ctx):
             expect("error" not in case,
                    f"the loaded program of {model_text(recipe)} failed on batch {batch} in a fresh process:\n"
                    f"  {case.get('error')}")
-        got = {b: _load_tensors(c["outputs"]) for b, c in zip(REPLAY_BATCHES, cases)}
+        got = {b: load_tensors(c["outputs"]) for b, c in zip(REPLAY_BATCHES, cases)}
         expect_outputs(recipe, got, what="the loaded program (in a fresh process)")
-        expect_outputs(recipe, {4: _load_tensors(cases[-1]["outputs"])}, state_seed=11,
+        expect_outputs(recipe, {4: load_tensors(cases[-1]["outputs"])}, state_seed=11,
                        what="the loaded program with other weights loaded (in a fresh process)")
         want = ZOO[recipe].launches * len(cases)
         expect(entry["launches"] == want,

@@ -1,7 +1,5 @@
 """Mistake: the delegate compiles each partition with NPU.compile and calls it through an op of the attempt's own,
 which finds the program by a number in a table of this process. It runs here; saved, it loads nowhere else."""
-import operator
-
 import torch
 
 from checker.kit import load_reference
@@ -28,26 +26,13 @@ def _(handle, inputs):
 
 
 def _delegate_partition(ep, gm, call):
-    graph, sub = gm.graph, gm.get_submodule(call.target)
+    sub = gm.get_submodule(call.target)
     _PARTITIONS.append(sub)
-    handle = len(_PARTITIONS) - 1
     single = isinstance(sub.graph.output_node().args[0], torch.fx.Node)
-    if single:
+    if single:  # the op returns a list, as run_program does
         sub.graph.output_node().args = ((sub.graph.output_node().args[0],),)
         sub.recompile()
-    with graph.inserting_before(call):
-        run = graph.call_function(torch.ops.aot_attempt.run_compiled.default, (handle, list(call.args)))
-    fake_inputs = [a.meta["val"] for a in call.args]
-    with torch._guards.detect_fake_mode(fake_inputs):
-        run.meta["val"] = torch.ops.aot_attempt.run_compiled.default(handle, fake_inputs)
-    if single:
-        with graph.inserting_after(run):
-            first = graph.call_function(operator.getitem, (run, 0))
-        first.meta["val"] = run.meta["val"][0]
-        call.replace_all_uses_with(first)
-    else:
-        call.replace_all_uses_with(run)
-    graph.erase_node(call)
+    _ref._call_instead(gm, call, torch.ops.aot_attempt.run_compiled.default, len(_PARTITIONS) - 1, single)
 
 
 _ref._delegate_partition = _delegate_partition
