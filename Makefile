@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "fx-katas: creating $(VENV) (first run only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "fx-katas: installing torch==2.13.0 and the checker into $(VENV) (about a minute, first run only)"
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray, grandalf, jsonschema" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
+	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray, grandalf, jsonschema, katas.common.pt2e" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
 	@touch $(STAMP)
 
 # The last lines of the output say pass/fail; make's own "Error 1" line would read like a crash to a newcomer,

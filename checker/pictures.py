@@ -20,7 +20,7 @@ KIND_COLOURS = {
     "mixed": "#fbb4b9", "error": "#ff6b6b",
     "npu": "#fdae6b", "cpu": "#c6dbef",
     "fused": "#b39ddb", "refused": "#ffe082", "missed": "#ffab91", "safe": "#a1d99b", "io": "#ffffff", "symbolic": "#fff59d",
-    "grad_mode": "#80deea",
+    "grad_mode": "#80deea", "qdq": "#fff3e0",
 }
 KIND_WORDS = {
     "module": "module dialect", "torch": "torch dialect", "aten": "aten dialect", "core_aten": "core aten dialect",
@@ -29,6 +29,7 @@ KIND_WORDS = {
     "missed": "a safe pair not fused", "safe": "a safe pair: a pass should fuse it", "io": "input, output or constant",
     "symbolic": "an input with a symbolic size or value (SymInt)",
     "grad_mode": "a grad-mode switch: a `with torch.no_grad():` block begins or ends",
+    "qdq": "quantize or dequantize: where values cross between int8 and float",
 }
 NODE_W, NODE_H, GAP_X, GAP_Y, MARGIN = 170, 44, 30, 40, 20
 

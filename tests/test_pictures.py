@@ -166,6 +166,14 @@ def test_kata_7_draws_where_each_rewrite_put_the_fused_node_beside_the_grad_mode
     assert kinds(frozen.reference)["fused"] == 0 and kinds(frozen.reference)["torch"] == 4
 
 
+def test_kata_9_draws_the_int8_ops_on_the_npu_and_a_mutant_leaves_the_add_on_the_cpu():
+    mutant = REPO_ROOT / "tests" / "mutants" / "09_int8_quantization" / "lowers_only_linears.py"
+    residual = pictures(9, mutant, model="residual")[0]
+    assert kinds(residual.before)["npu"] == 0 and kinds(residual.before)["qdq"] >= 8, "quantized, not yet lowered"
+    assert kinds(residual.reference)["npu"] == 4, "three int8 linears and the int8 add"
+    assert kinds(residual.attempt)["npu"] == 3 and kinds(residual.attempt)["cpu"] == 1, "the add stays float"
+
+
 def test_make_graph_writes_the_page_and_prints_the_text_picture(tmp_path):
     out = tmp_path / "kata1.html"
     proc = subprocess.run([sys.executable, "-m", "checker", "graph", "1", "--attempt",

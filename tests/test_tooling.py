@@ -372,6 +372,17 @@ def test_diff_sample_of_kata_7_shows_each_rewrite_and_the_fused_ops_a_training_s
         assert "forward ran linear_gelu 1x, aten.gelu 0x; backward ran linear_gelu_backward 1x" in side, side
 
 
+def test_diff_sample_of_kata_9_shows_the_int8_ops_with_their_scales_and_what_stayed_float():
+    mutant = REPO_ROOT / "tests" / "mutants" / "09_int8_quantization" / "lowers_only_linears.py"
+    sample = run_sample(get_kata(9), mutant)
+    assert isinstance(sample, tuple), sample
+    mine, theirs = sample
+    assert "int8_add(" in theirs and "int8_add(" not in mine, (mine, theirs)
+    assert " = add.Tensor(dequantize_per_tensor" in mine, mine
+    for side in (mine, theirs):
+        assert "gelu = gelu(dequantize_per_tensor" in side and "int8_linear(quantize_per_tensor" in side, side
+
+
 def test_side_by_side_marks_changed_and_one_sided_lines():
     text = side_by_side("a\nb\nc", "a\nB\nc\nd", width=80, colour=False)
     rows = text.splitlines()[1:]

@@ -32,6 +32,11 @@ tensors go in, program handles and tensors come back, and everything the device 
   launches, every node that ran, ops run by canonical name, bytes each way (constants and per-run inputs
   apart), programs resident and released, and an estimated time. `DEVICE.reset()` zeroes the counters;
   `DEVICE.release_all()` empties program memory.
+- The int8 mode (kata 9): two more kernels, `kata.int8_linear` and `kata.int8_add` (NPU_INT8_OPS, registered as
+  ops by katas/common/npu_int8.py), compute on int8 tensors with integer arithmetic: products accumulate in
+  int32, a float32 bias is rounded to int32 at the scale input_scale * weight_scale, and the result is
+  requantized (rounded to nearest, ties to even) and *saturated* to [-128, 127]. Only these kernels take or
+  make int8 tensors; every other kernel runs float.
 - `NPUFallbackWarning` is the warning category a backend uses whenever work it meant for the NPU runs on
   the CPU instead.
 
@@ -127,8 +132,63 @@ KERNELS: dict[str, Callable[..., torch.Tensor]] = {
 if set(KERNELS) != NPU_OPS:  # pragma: no cover - a guard for whoever edits the table
     raise AssertionError(f"kernels and NPU_OPS disagree: {sorted(set(KERNELS) ^ NPU_OPS)}")
 
+
+# --- the int8 mode -----------------------------------------------------------------------------------------
+# The NPU's integer unit. It runs exactly two ops, both `kata` ops; everything else the int8 mode meets stays
+# float (on the NPU's float kernels or on the CPU). Integer math is done in int64 here, which equals the device's
+# int32 accumulator for every shape it accepts (INT8_MAX_INNER below keeps the sum inside int32).
+
+NPU_INT8_OPS = frozenset({"int8_linear", "int8_add"})
+INT8_MIN, INT8_MAX = -128, 127
+INT8_MAX_INNER = 32_768  # 2**31 / (255 * 255): the longest dot product the int32 accumulator holds
+
+
+def requantize(values: torch.Tensor, multiplier: Any, zero_point: int) -> torch.Tensor:
+    """round(values * multiplier) + zero_point, clamped into int8's range: rounded to nearest with ties to even and
+    the zero point added after rounding, as quantized_decomposed.quantize_per_tensor does; saturated, not wrapped."""
+    return (torch.round(values.to(torch.float64) * multiplier) + zero_point).clamp(INT8_MIN, INT8_MAX).to(torch.int8)
+
+
+def _int8_operand(name: str, t: Any) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.int8:
+        raise ValueError(f"{name} must be an int8 tensor, not {_describe_value(t)}")
+    return t.to(torch.int64)
+
+
+def int8_linear_kernel(x, x_scale, x_zero_point, weight, weight_scale, bias=None, out_scale=1.0,
+                       out_zero_point=0, relu=False):
+    """y_q = requantize((x_q - x_zp) @ w_q.T + round(bias / (x_scale * w_scale)), x_scale * w_scale / out_scale,
+    out_zp), then max(y_q, out_zp) when `relu`. Weights are symmetric (zero point 0), one scale per output
+    channel (`weight_scale` has one entry per row of `weight`)."""
+    x64, w64 = _int8_operand("x", x), _int8_operand("weight", weight)
+    if w64.dim() != 2 or x64.shape[-1] != w64.shape[1]:
+        raise ValueError(f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
+    if w64.shape[1] > INT8_MAX_INNER:
+        raise ValueError(f"an inner size of {w64.shape[1]} overflows the int32 accumulator")
+    if tuple(weight_scale.shape) != (w64.shape[0],) or weight_scale.dtype != torch.float32:
+        raise ValueError(f"weight_scale must be float32 of shape ({w64.shape[0]},), one scale per output channel, "
+                         f"not {_describe_tensor(weight_scale)}")
+    accumulator_scale = x_scale * weight_scale.to(torch.float64)
+    acc = (x64 - x_zero_point) @ w64.T
+    if bias is not None:
+        acc = acc + torch.round(bias.to(torch.float64) / accumulator_scale).to(torch.int64)
+    out = requantize(acc, accumulator_scale / out_scale, out_zero_point)
+    return out.clamp(min=max(out_zero_point, INT8_MIN)) if relu else out
+
+
+def int8_add_kernel(self, other, scale, zero_point, out_scale, out_zero_point):
+    """out_q = requantize((a_q - zp) + (b_q - zp), scale / out_scale, out_zp): ONE scale and zero point for
+    both inputs, which is why an add whose inputs were quantized differently cannot run here."""
+    a64, b64 = _int8_operand("self", self), _int8_operand("other", other)
+    total = (a64 - zero_point) + (b64 - zero_point)
+    return requantize(total, scale / out_scale, out_zero_point)
+
+
+INT8_KERNELS: dict[str, Callable[..., torch.Tensor]] = {"int8_linear": int8_linear_kernel,
+                                                        "int8_add": int8_add_kernel}
+
 # which argument holds the contracted dimension, for the cost model
-_INNER_DIM = {"linear": ("weight", -1), "linear_gelu": ("weight", -1), "addmm": ("mat1", -1),
+_INNER_DIM = {"linear": ("weight", -1), "linear_gelu": ("weight", -1), "int8_linear": ("weight", -1), "addmm": ("mat1", -1),
               "mm": ("self", -1), "matmul": ("self", -1)}
 
 
@@ -316,7 +376,7 @@ def _check_op(node: torch.fx.Node) -> str:
         raise NPUCompileError(node.name, f"{_target_text(node)} is not an ATen op; the NPU compiles graphs "
                                          f"lowered to ATen (aot_autograd or make_fx)")
     op = canonical_name(node.target)
-    if op not in NPU_OPS:
+    if op not in NPU_OPS and not (op in NPU_INT8_OPS and node.target.namespace == "kata"):
         raise NPUCompileError(node.name, f"{node.target} is not in NPU_OPS ({op!r} has no NPU kernel)")
     if node.target._schema.is_mutable:
         raise NPUCompileError(node.name, f"{node.target} writes into its arguments; the NPU runs only "
@@ -333,10 +393,16 @@ def _check_input(node: torch.fx.Node, value: Any, users: str) -> None:
     if any(not isinstance(size, int) for size in value.shape):
         raise NPUCompileError(node.name, f"input {node.name} has the symbolic shape {tuple(value.shape)}; NPU "
                                          f"programs have static shapes")
+    if value.dtype == torch.int8 and node.users and all(_is_int8_op(user) for user in node.users):
+        return  # int8 operands feed the integer unit
     if value.dtype not in NPU_DTYPES:
         names = ", ".join(str(d).removeprefix("torch.") for d in NPU_DTYPES)
         raise NPUCompileError(node.name, f"input {node.name}{users} is {str(value.dtype).removeprefix('torch.')}; "
                                          f"the NPU runs {names}")
+
+
+def _is_int8_op(node: torch.fx.Node) -> bool:
+    return isinstance(node.target, torch._ops.OpOverload) and canonical_name(node.target) in NPU_INT8_OPS
 
 
 def _users_text(node: torch.fx.Node) -> str:
@@ -410,7 +476,7 @@ class NPUProgram:
             elif node.op in ("call_function", "call_module", "call_method"):
                 op = _check_op(node)
                 kwargs = _bind(node.target, node.args, node.kwargs)
-                kernel = KERNELS[op]
+                kernel = KERNELS[op] if op in KERNELS else INT8_KERNELS[op]
                 try:
                     inspect.signature(kernel).bind(**kwargs)
                 except TypeError:
@@ -435,7 +501,7 @@ class NPUProgram:
                 out = step.kernel(**kwargs)
             except Exception as error:  # noqa: BLE001 - any kernel failure is a compile error for that node
                 raise NPUCompileError(step.node, f"the {step.op} kernel rejects these arguments: {error}") from None
-            if isinstance(out, torch.Tensor) and out.dtype not in NPU_DTYPES:
+            if isinstance(out, torch.Tensor) and out.dtype not in NPU_DTYPES and step.op not in NPU_INT8_OPS:
                 raise NPUCompileError(step.node, f"produces {out.dtype}, not an NPU dtype")
             env[step.node] = out
             if step.op in _INNER_DIM:

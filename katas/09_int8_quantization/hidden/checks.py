@@ -1,0 +1,531 @@
+"""Hidden checks for kata 9 (PT2E quantization for the int8 NPU: a Quantizer, calibration, lowering dq -> op -> q
+patterns to int8 ops, SQNR). Learners: solve the kata from README.md, not from here.
+
+The attempt's code runs in the worker (probes.py) and returns data. Every right answer comes from this process:
+the rules of what the int8 unit runs (applied to annotation descriptions), eager outputs, the outputs of the
+spec's own quantized graphs (probes.spec_converted, rebuilt here), and the NPU's counters (the worker's DEVICE is
+a client of the one here). Numbers are compared by SQNR, not at float tolerances: int8 is meant to differ from
+float. Structure is checked beside every number: a lowering that lowers nothing matches the quantized graph
+perfectly. Nothing is compared with the reference.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from checker.child import load_module
+from checker.kit import CheckFailed, Checks, expect, fuzz
+from katas.common.models import describe
+from katas.common.npu import DEVICE, DeviceService
+from katas.common.strategies import mlp_specs
+
+_HIDDEN = Path(__file__).parent
+probes = load_module(_HIDDEN / "probes.py", "kata09_int8_quantization_probes")
+ZOO = probes.ZOO
+
+CHECKS = Checks()
+CHECKS.services.update(DeviceService().handlers())
+CHECKS.worker_setup.append("katas.common.npu:connect_to_device_service")
+
+QUANTIZED_MIN_SQNR = 20.0  # dB, quantized model against eager: int8 done right keeps 25-40 dB on these models
+LOWERED_MIN_SQNR = 30.0  # dB, lowered graph against the quantized graph it came from: the same int8 arithmetic
+ACTIVATION_SCHEMES = ("per_tensor_affine", "per_tensor_symmetric")
+INT8_TARGETS = (probes.INT8_LINEAR, probes.INT8_ADD)
+QDQ_PREFIX = "quantized_decomposed."
+
+
+def model_text(recipe) -> str:
+    if isinstance(recipe, str):
+        return f"`{recipe}` ({ZOO[recipe].text})"
+    return describe(recipe)
+
+
+def sqnr(reference: torch.Tensor, actual: torch.Tensor) -> float:
+    """The checks' own SQNR in dB (the lesson's definition)."""
+    reference, actual = reference.double(), actual.double()
+    noise = float((reference - actual).pow(2).sum())
+    signal = float(reference.pow(2).sum())
+    if noise == 0:
+        return math.inf
+    return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
+
+
+def _leaves(value) -> list[torch.Tensor]:
+    return [v for v in torch.utils._pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]
+
+
+def worst_sqnr(want: dict, got: dict, *, recipe, what: str, against: str) -> float:
+    """The lowest SQNR over every batch and output; CheckFailed naming the batch if `got` failed or is misshapen."""
+    worst = math.inf
+    for batch in sorted(want):
+        out = got.get(batch)
+        expect(not isinstance(out, str), f"{what} failed on a batch of {batch} rows of {model_text(recipe)}:\n"
+                                         f"  {str(out)[:500]}")
+        mine, theirs = _leaves(out), _leaves(want[batch])
+        expect(len(mine) == len(theirs) and all(a.shape == b.shape for a, b in zip(mine, theirs)),
+               f"{what} returned {[tuple(t.shape) for t in mine]} for a batch of {batch} rows of {model_text(recipe)}; "
+               f"{against} returns {[tuple(t.shape) for t in theirs]}.")
+        for a, b in zip(theirs, mine):
+            worst = min(worst, sqnr(a, b.to(a.dtype)))
+    return worst
+
+
+def expect_close_to_eager(recipe, got: dict, *, what: str, hint: str) -> float:
+    worst = worst_sqnr(probes.eager(recipe), got, recipe=recipe, what=what, against="the eager model")
+    expect(worst >= QUANTIZED_MIN_SQNR,
+           f"{what} of {model_text(recipe)} is {worst:.1f} dB from the eager model (SQNR); int8 done right keeps "
+           f"at least {QUANTIZED_MIN_SQNR:.0f} dB here. {hint}")
+    return worst
+
+
+def count(nodes: list[dict], target: str) -> int:
+    return sum(1 for n in nodes if n["target"] == target)
+
+
+def ops_text(nodes: list[dict]) -> str:
+    names = [n["target"].removeprefix("aten.").removeprefix(QDQ_PREFIX).removesuffix(".default") for n in nodes]
+    return ", ".join(names)
+
+
+# --- Step 1: the Quantizer ---------------------------------------------------------------------------------------
+
+def _annotated(ctx, recipe) -> list[dict]:
+    return ctx.probe(probes.annotated, recipe)
+
+
+def _spec_text(spec: dict | None) -> str:
+    if spec is None:
+        return "nothing"
+    if spec["kind"] != "spec":
+        return spec["kind"]
+    axis = f", ch_axis={spec['ch_axis']}" if spec["qscheme"] and "channel" in spec["qscheme"] else ""
+    return f"{spec['dtype']} {spec['qscheme']} [{spec['quant_min']}, {spec['quant_max']}]{axis}"
+
+
+def activation_problem(spec: dict | None) -> str | None:
+    """Why `spec` is not an activation spec the int8 unit takes (int8, one scale per tensor, static), or None."""
+    if spec is None:
+        return "it is not annotated"
+    if spec["kind"] == "shared":
+        return None
+    if spec["kind"] != "spec":
+        return f"it is a {spec['kind']}"
+    if spec["dtype"] != "int8" or spec["qscheme"] not in ACTIVATION_SCHEMES or spec["dynamic"]:
+        return f"it is {_spec_text(spec)}{' (dynamic)' if spec['dynamic'] else ''}"
+    if not (-128 <= (spec["quant_min"] if spec["quant_min"] is not None else -128)
+            and (spec["quant_max"] if spec["quant_max"] is not None else 127) <= 127):
+        return f"its range [{spec['quant_min']}, {spec['quant_max']}] is wider than int8's"
+    return None
+
+
+def weight_problem(spec: dict | None) -> str | None:
+    """Why `spec` is not the int8 unit's weight format (int8, symmetric, one scale per output channel), or None."""
+    if spec is None:
+        return "it is not annotated"
+    if spec["kind"] != "spec":
+        return f"it is a {spec['kind']}"
+    if spec["dtype"] != "int8" or spec["qscheme"] != "per_channel_symmetric" or spec["ch_axis"] != 0:
+        return f"it is {_spec_text(spec)}"
+    return None
+
+
+def fused_relu(node: dict, by_name: dict) -> dict | None:
+    """The relu the int8 linear applies itself: the linear's only user."""
+    if len(node["users"]) == 1 and by_name.get(node["users"][0], {}).get("target") == "aten.relu.default":
+        return by_name[node["users"][0]]
+    return None
+
+
+@CHECKS.check(stage="annotate", weight=3)
+def quantizer_annotates_linears_and_adds(ctx):
+    "NPUQuantizer annotates every linear (int8 activations, per-channel symmetric weights) and every tensor add"
+    for recipe in ("mlp", "residual", "reused_linear", "no_bias"):
+        nodes = _annotated(ctx, recipe)
+        by_name = {n["name"]: n for n in nodes}
+        for node in nodes:
+            where = f"node {node['name']} ({node['target']}) of {model_text(recipe)}"
+            if node["target"] == "aten.linear.default":
+                why = activation_problem(node["inputs"].get("0"))
+                expect(why is None, f"the input of {where}: {why}. The int8 unit reads int8 activations with one "
+                                    f"scale per tensor: annotate input 0 with an int8 per_tensor_affine "
+                                    f"QuantizationSpec. README.md, 'Step 1'.")
+                why = weight_problem(node["inputs"].get("1"))
+                expect(why is None, f"the weight of {where}: {why}. The int8 unit's weights are int8, symmetric "
+                                    f"(zero point 0) and have one scale per output channel: qscheme "
+                                    f"torch.per_channel_symmetric, ch_axis=0. README.md, 'Per channel'.")
+                if fused_relu(node, by_name) is None:
+                    why = activation_problem(node["output"])
+                    expect(why is None, f"the output of {where}: {why}. Its users are "
+                                        f"{', '.join(node['users'])}: the int8 linear writes int8, so its output "
+                                        f"is quantized unless a relu rides on it. README.md, 'Step 1'.")
+            elif node["target"] == "aten.add.Tensor":
+                for position in ("0", "1"):  # `z + z` reads one node twice: one annotation covers both
+                    why = activation_problem(node["inputs"].get(position))
+                    expect(why is None, f"input {position} of {where}: {why}. The int8 add reads two int8 tensors. "
+                                        f"README.md, 'The add'.")
+                why = activation_problem(node["output"])
+                expect(why is None, f"the output of {where}: {why}. README.md, 'The add'.")
+
+
+def runs_int8(node: dict) -> bool:
+    """The lesson's table: a linear, or an add of two tensors (a relu is judged with its linear)."""
+    return node["target"] == "aten.linear.default" or (
+        node["target"] == "aten.add.Tensor" and node["tensor_args"][:2] == [True, True])
+
+
+@CHECKS.check(stage="annotate", weight=2)
+def quantizer_annotates_nothing_the_int8_unit_cannot_run(ctx):
+    "NPUQuantizer leaves gelu, layer_norm, sigmoid, mul and the add of a number unannotated"
+    for recipe in ("gelu_norm", "gated", "residual"):
+        for node in _annotated(ctx, recipe):
+            if not node["annotated"] or runs_int8(node) or node["target"] == "aten.relu.default":
+                continue
+            op = node["target"].removeprefix("aten.").removesuffix(".default")
+            why = ("the add of a number is not the int8 add of two tensors"
+                   if node["target"] == "aten.add.Tensor" else f"{op} runs in float")
+            raise CheckFailed(
+                f"NPUQuantizer annotated node {node['name']} ({node['target']}) of {model_text(recipe)}. The int8 "
+                f"unit runs linear (with a relu after it) and the add of two tensors, nothing else: {why}, so "
+                f"quantizing around it only adds rounding error. NPU_OPS is the float table; the int8 table is "
+                f"NPU_INT8_OPS. README.md, 'What the int8 unit runs'.")
+
+
+@CHECKS.check(stage="annotate", weight=2)
+def relu_rides_on_its_linear(ctx):
+    "a relu that is its linear's only user is annotated with the linear: one int8 op; a linear with two users is not"
+    for recipe in ("mlp", "residual", "reused_linear"):
+        nodes = _annotated(ctx, recipe)
+        by_name = {n["name"]: n for n in nodes}
+        for node in nodes:
+            if node["target"] != "aten.linear.default":
+                continue
+            relu = fused_relu(node, by_name)
+            where = f"node {node['name']} of {model_text(recipe)}"
+            if relu is not None:
+                expect(node["output"] is None and activation_problem(relu["output"]) is None,
+                       f"{where} feeds only {relu['name']} (relu), yet the linear's output is annotated "
+                       f"({_spec_text(node['output'])}) and the relu's is {_spec_text(relu['output'])}. Annotate the "
+                       f"pair as one pattern: the linear's inputs, and the output on the relu. Then no quantize "
+                       f"sits between them and the int8 linear applies the relu itself. README.md, 'Patterns'.")
+            else:
+                users = [by_name.get(u, {"target": u})["target"] for u in node["users"]]
+                expect(activation_problem(node["output"]) is None,
+                       f"{where} has {len(node['users'])} users ({', '.join(users)}); its output must be quantized "
+                       f"on its own, but it is annotated with {_spec_text(node['output'])}. A relu may ride on a "
+                       f"linear only when it is the linear's only user (kata 3's single-user guard). "
+                       f"README.md, 'Patterns'.")
+                for user in node["users"]:
+                    if by_name.get(user, {}).get("target") == "aten.relu.default":
+                        expect(by_name[user]["annotated"] is False,
+                               f"{where} has {len(node['users'])} users, but the relu after it ({user}) is annotated: "
+                               f"a relu alone has no int8 kernel, and this one cannot ride on its linear. "
+                               f"README.md, 'Patterns'.")
+
+
+# --- Step 2: prepare, calibrate, convert ------------------------------------------------------------------------
+
+def _quantized(ctx, recipe, calibration_scale: float = probes.INPUT_SCALE) -> dict:
+    seen = ctx.probe(probes.quantized, recipe, calibration_scale)
+    expect(seen["type"] == "GraphModule",
+           f"quantize_for_npu returned a {seen['type']}, not the GraphModule convert_pt2e makes. README.md, 'Step 2'.")
+    return seen
+
+
+@CHECKS.check(stage="calibrate", weight=3)
+def quantized_model_tracks_eager(ctx):
+    "quantize_for_npu: a graph of quantize/dequantize patterns, on any batch size, within 20 dB SQNR of eager"
+    for recipe in ("mlp", "gelu_norm", "residual"):
+        seen = _quantized(ctx, recipe)
+        qdq = [n for n in seen["nodes"] if n["target"].startswith(QDQ_PREFIX)]
+        weights = len(weight_dequantizes(seen["nodes"]))
+        expect(qdq and weights == ZOO[recipe].linears,
+               f"quantize_for_npu's graph of {model_text(recipe)} holds {len(qdq)} quantize/dequantize node(s), "
+               f"{weights} of them dequantizing an int8 weight, for its {ZOO[recipe].linears} Linear layers: "
+               f"{ops_text(seen['nodes'])}. Did prepare_pt2e get your NPUQuantizer, and convert_pt2e the prepared "
+               f"model? README.md, 'Step 2'.")
+        expect_close_to_eager(recipe, seen["outputs"], what="quantize_for_npu's model",
+                              hint=f"Evaluated on batches of {', '.join(map(str, probes.EVAL_BATCHES))} rows "
+                                   f"(the example had {probes.EXAMPLE_BATCH}): export with a dynamic batch, and run "
+                                   f"every calibration batch through the prepared model before convert_pt2e. "
+                                   f"README.md, 'Step 2'.")
+
+
+def calibration_range(recipe, scale: float) -> float:
+    """max - min of the calibration batches, widened to hold 0 (as PT2E's observers do)."""
+    values = torch.cat([batch[0].flatten() for batch in probes.calibration(recipe, scale)])
+    return float(values.max().clamp(min=0) - values.min().clamp(max=0))
+
+
+@CHECKS.check(stage="calibrate", weight=2)
+def calibration_batches_set_the_ranges(ctx):
+    "the observers see the calibration batches: the input's int8 range covers them (3x, then 8x the example's)"
+    recipe = "mlp"
+    for scale in (probes.INPUT_SCALE, 8.0):
+        seen = _quantized(ctx, recipe, scale)
+        inputs = [n for n in seen["nodes"] if n["target"] == QDQ_PREFIX + "quantize_per_tensor.default"
+                  and n["arg_ops"][:1] == ["placeholder"]]
+        expect(inputs, f"quantize_for_npu's graph of {model_text(recipe)} does not quantize its input: "
+                       f"{ops_text(seen['nodes'])}. README.md, 'Step 2'.")
+        scale_x, zero_point = inputs[0]["qparams"][:2]
+        covered, want = 255 * scale_x, calibration_range(recipe, scale)
+        if scale_x == 1.0 and zero_point == 0:
+            why = ("Scale 1.0 and zero point 0 are what an observer reports when it saw nothing: calibration was "
+                   "skipped. Run every calibration batch through the prepared model before convert_pt2e.")
+        else:
+            why = ("The calibration batches are randn times {:.3g}; the example input is randn: were the observers "
+                   "shown the example only, or some of the batches?".format(scale))
+        expect(0.5 * want <= covered <= 1.5 * want,
+               f"quantize_for_npu quantized the input of {model_text(recipe)} with scale {scale_x:.4g} and zero point "
+               f"{zero_point}: 256 codes covering {covered:.3g}, while the calibration batches span {want:.3g}. "
+               f"{why} README.md, 'Calibration'.")
+
+
+@CHECKS.check(stage="calibrate", weight=2)
+def adds_read_one_scale(ctx):
+    "both inputs of every add are dequantized with one scale and zero point: the int8 add takes one"
+    for recipe in ("residual", "reused_linear"):
+        seen = _quantized(ctx, recipe)
+        by_name = {n["name"]: n for n in seen["nodes"]}
+        for node in seen["nodes"]:
+            if node["target"] != "aten.add.Tensor":
+                continue
+            params = [by_name.get(a, {}).get("qparams") for a in node["args"][:2]]
+            expect(all(p is not None for p in params),
+                   f"an input of {node['name']} (add) in quantize_for_npu's graph of {model_text(recipe)} is not "
+                   f"dequantized from int8. README.md, 'The add'.")
+            expect(params[0][:2] == params[1][:2],
+                   f"the add {node['name']} in quantize_for_npu's graph of {model_text(recipe)} reads input 0 with "
+                   f"(scale {params[0][0]:.4g}, zero point {params[0][1]}) and input 1 with (scale {params[1][0]:.4g}, "
+                   f"zero point {params[1][1]}). The int8 add takes ONE scale and zero point, so this add stays in "
+                   f"float on the CPU. Observe both inputs as one: annotate the second with "
+                   f"SharedQuantizationSpec((first_input, add_node)). README.md, 'The add'.")
+
+
+def weight_dequantizes(nodes: list[dict]) -> list[dict]:
+    """The dequantize nodes that feed a linear's weight (input 1)."""
+    by_name = {n["name"]: n for n in nodes}
+    weights = [by_name.get(n["args"][1]) for n in nodes if n["target"] == "aten.linear.default" and len(n["args"]) > 1]
+    return [w for w in weights if w is not None and w["target"].startswith(QDQ_PREFIX + "dequantize")]
+
+
+@CHECKS.check(stage="per_channel", weight=2)
+def skewed_weights_keep_their_small_channels(ctx):
+    "per-channel weight scales: a layer with two rows 100x the rest keeps its SQNR"
+    recipe = "skewed"
+    seen = _quantized(ctx, recipe)
+    per_tensor = [n["name"] for n in weight_dequantizes(seen["nodes"]) if n["target"].endswith("per_tensor.default")]
+    worst = worst_sqnr(probes.eager(recipe), seen["outputs"], recipe=recipe, what="quantize_for_npu's model",
+                       against="the eager model")
+    expect(not per_tensor,
+           f"quantize_for_npu's model of {model_text(recipe)} is {worst:.1f} dB from eager (SQNR); its weights are "
+           f"dequantized per tensor ({', '.join(per_tensor)}). With one scale for a whole weight, the largest rows "
+           f"set it and the small rows round to a few codes. Give every output channel its own scale: "
+           f"torch.per_channel_symmetric, ch_axis=0. README.md, 'Per channel'.")
+    expect(worst >= QUANTIZED_MIN_SQNR,
+           f"quantize_for_npu's model of {model_text(recipe)} is {worst:.1f} dB from eager (SQNR; at least "
+           f"{QUANTIZED_MIN_SQNR:.0f} dB expected), though its weights are per channel. {low_sqnr_reason(seen)}")
+
+
+def low_sqnr_reason(seen: dict) -> str:
+    """Why a quantized graph of `skewed` with per-channel weights lost its signal, read from its nodes."""
+    by_name = {n["name"]: n for n in seen["nodes"]}
+    uncalibrated = [n for n in seen["nodes"] if n["target"] == QDQ_PREFIX + "quantize_per_tensor.default"
+                    and n["qparams"][:2] == [1.0, 0]]
+    if uncalibrated:
+        return ("Its quantize nodes have scale 1.0 and zero point 0, what an observer reports when it saw nothing: "
+                "run every calibration batch through the prepared model. README.md, 'Calibration'.")
+    before_relu = [n["name"] for n in seen["nodes"] if n["target"] == QDQ_PREFIX + "quantize_per_tensor.default"
+                   and by_name.get(n["args"][0], {}).get("target") == "aten.linear.default"
+                   and any(by_name.get(d, {}).get("users") and by_name.get(by_name[d]["users"][0], {}).get("target")
+                           == "aten.relu.default" for d in n["users"])]
+    if before_relu:
+        return (f"The linear's output is quantized before the relu ({', '.join(before_relu)}): the two big rows' "
+                f"outputs are near -3000 there, so the int8 range is spent on values the relu throws away. Let the "
+                f"relu carry the output. README.md, 'Patterns'.")
+    return "README.md, 'Per channel' and 'Calibration'."
+
+
+# --- Step 3: lowering ------------------------------------------------------------------------------------------
+
+def _lowered(ctx, recipe, share_add: bool = True, weights: str = "symmetric", activations: str = "int8") -> dict:
+    seen = ctx.probe(probes.lowered, recipe, share_add, weights, activations)
+    expect(seen["type"] == "GraphModule",
+           f"lower_to_npu_int8 returned a {seen['type']}, not the GraphModule it was given, rewritten. "
+           f"README.md, 'Step 3'.")
+    return seen
+
+
+def expect_like_quantized(recipe, got: dict, want: dict, *, what: str, against: str) -> None:
+    worst = worst_sqnr(want, got, recipe=recipe, what=what, against=against)
+    expect(worst >= LOWERED_MIN_SQNR,
+           f"{what} of {model_text(recipe)} is {worst:.1f} dB from {against} (SQNR); the int8 ops compute what the "
+           f"dequantize -> op -> quantize patterns compute, to within a rounding step, which keeps it above "
+           f"{LOWERED_MIN_SQNR:.0f} dB. Read each pattern's scales and zero points from its own dequantize and "
+           f"quantize nodes, and apply the relu where the pattern has one. README.md, 'Step 3'.")
+
+
+def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what: str) -> None:
+    """The graph holds `linears` int8_linear and `adds` int8_add nodes, and running it launched exactly those."""
+    got = (count(nodes, probes.INT8_LINEAR), count(nodes, probes.INT8_ADD))
+    expect(got == (linears, adds),
+           f"{what} of {model_text(recipe)} holds {got[0]} int8_linear and {got[1]} int8_add node(s); its int8 "
+           f"patterns are {linears} linear(s) and {adds} add(s): {ops_text(nodes)}. README.md, 'Step 3'.")
+    refused = DEVICE.stats.compile_errors
+    expect(not refused, f"the NPU refused {len(refused)} of the int8 ops in {what} of {model_text(recipe)}; the "
+                        f"first: {refused[0] if refused else ''}. README.md, 'What the int8 unit runs'.")
+    ran = DEVICE.stats.ops_run
+    runs = len(probes.EVAL_BATCHES)
+    expect((ran["int8_linear"], ran["int8_add"]) == (linears * runs, adds * runs),
+           f"running {what} of {model_text(recipe)} {runs} times launched {ran['int8_linear']} int8_linear and "
+           f"{ran['int8_add']} int8_add on the NPU; its int8 ops make {linears * runs} and {adds * runs}. "
+           f"Call torch.ops.kata.int8_linear / int8_add: they run on the NPU. {DEVICE.stats.summary()}")
+
+
+@CHECKS.check(stage="lower", weight=3)
+def every_int8_pattern_becomes_one_int8_op(ctx):
+    "lower_to_npu_int8: each dq -> linear [-> relu] -> q and dq -> add -> q is one int8 op on the NPU; same numbers"
+    for recipe in ("mlp", "no_bias", "residual", "gelu_norm", "reused_linear"):
+        DEVICE.reset()
+        seen = _lowered(ctx, recipe)
+        want = probes.run(probes.spec_converted(recipe), recipe)
+        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
+                              against="the quantized graph it was given")
+        expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds,
+                        what="lower_to_npu_int8's graph")
+        by_name = {n["name"]: n for n in seen["nodes"]}
+        left = [n["name"] for n in seen["nodes"] if n["target"] in ("aten.linear.default", "aten.add.Tensor")
+                or (n["target"] == "aten.relu.default" and any(by_name.get(a, {}).get("target") == probes.INT8_LINEAR
+                                                              for a in n["args"]))]
+        expect(not left, f"lower_to_npu_int8's graph of {model_text(recipe)} still runs {', '.join(left)} in float: "
+                         f"{ops_text(seen['nodes'])}. README.md, 'Step 3'.")
+
+
+@CHECKS.check(stage="lower", weight=2)
+def add_of_two_scales_stays_float(ctx):
+    "an add whose inputs are dequantized with different scales is not lowered: the int8 add takes one scale"
+    for recipe in ("residual", "reused_linear"):
+        DEVICE.reset()
+        seen = _lowered(ctx, recipe, share_add=False)
+        want = probes.run(probes.spec_converted(recipe, share_add=False), recipe)
+        adds = count(seen["nodes"], probes.INT8_ADD)
+        expect(adds == 0,
+               f"lower_to_npu_int8 lowered the add of {model_text(recipe)} to int8_add, but in this graph (quantized "
+               f"with the add's inputs observed apart) its two inputs are dequantized with different scales. The "
+               f"int8 add takes one scale and zero point for both: with either one, the other input is read wrong. "
+               f"Lower an add only when both dequantize nodes carry the same (scale, zero_point); otherwise leave "
+               f"the float add between them. README.md, 'The add'.")
+        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
+                              against="the quantized graph it was given")
+        expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, 0, what="lower_to_npu_int8's graph")
+
+
+@CHECKS.check(stage="lower", weight=1)
+def weights_the_int8_linear_cannot_read_stay_float(ctx):
+    "a weight with zero points (per_channel_affine) or with a scale per input channel (ch_axis=1) is not lowered"
+    for recipe, weights, why in (
+            ("mlp", "affine", "quantized per_channel_affine: their zero points are not 0. The int8 linear's weights "
+                              "are symmetric; it has no weight zero point to subtract, so the products come out wrong"),
+            ("gated", "input_channels", "quantized with one scale per input channel (ch_axis=1; two of them are "
+                                        "square, so the scales even come in the right number): the int8 linear "
+                                        "scales each output channel, one scale per row")):
+        DEVICE.reset()
+        seen = _lowered(ctx, recipe, weights=weights)
+        want = probes.run(probes.spec_converted(recipe, weights=weights), recipe)
+        linears = count(seen["nodes"], probes.INT8_LINEAR)
+        expect(linears == 0,
+               f"lower_to_npu_int8 lowered {linears} linear(s) of {model_text(recipe)} whose weights were {why}. "
+               f"Leave such a pattern in float. README.md, 'Step 3'.")
+        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
+                              against="the quantized graph it was given")
+
+
+@CHECKS.check(stage="lower", weight=1)
+def patterns_of_other_kinds_stay_float(ctx):
+    "uint8 activations, adds with alpha and a linear whose output stays float are not lowered"
+    cases = (
+        ("mlp", "uint8", 0, "its activations are quantized to uint8 (the x86 habit): the int8 ops read and write int8, "
+                            "so a uint8 pattern is not theirs"),
+        ("scaled_sums", "int8", 3, "its adds are torch.add(a, b, alpha=...): the int8 add computes a + b"),
+        ("mlp", "float_output", 1, "the output of its last linear is not quantized (the model returns it in float): "
+                                   "with no quantize ending the pattern there is no output scale to requantize to"),
+    )
+    for recipe, activations, linears, what in cases:
+        DEVICE.reset()
+        seen = _lowered(ctx, recipe, activations=activations)
+        want = probes.run(probes.spec_converted(recipe, activations=activations), recipe)
+        got = (count(seen["nodes"], probes.INT8_LINEAR), count(seen["nodes"], probes.INT8_ADD))
+        expect(got == (linears, 0),
+               f"lower_to_npu_int8 made {got[0]} int8_linear and {got[1]} int8_add node(s) of {model_text(recipe)}; "
+               f"{linears} int8_linear and no int8_add were right: {what}. Leave such a pattern in float. "
+               f"README.md, 'Step 3'.")
+        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
+                              against="the quantized graph it was given")
+
+
+# --- Step 4: the whole path, and the metric -------------------------------------------------------------------
+
+@CHECKS.check(stage="npu", weight=3)
+def every_linear_and_add_runs_int8_on_the_npu(ctx):
+    "quantize_for_npu then lower_to_npu_int8: every Linear and tensor add runs int8 on the NPU, within 20 dB of eager"
+    for recipe in ("residual", "reused_linear", "gated", "gelu_norm"):
+        DEVICE.reset()
+        seen = ctx.probe(probes.quantized_and_lowered, recipe)
+        expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}, "
+                                              f"not a GraphModule. README.md, 'Step 4'.")
+        expect_like_quantized(recipe, seen["outputs"], seen["quantized_outputs"], what="lower_to_npu_int8's graph",
+                              against="your quantized graph")
+        expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds,
+                        what="your quantized and lowered graph")
+        expect_close_to_eager(recipe, seen["outputs"], what="your quantized and lowered model",
+                              hint="README.md, 'Step 4'.")
+
+
+SQNR_CASES = (  # (reference, noise) pairs whose SQNR is known: 10 * log10(signal power / noise power)
+    ("ones(8) against ones(8) + 0.1", lambda: (torch.ones(8), torch.ones(8) + 0.1), 20.0),
+    ("a ramp against itself", lambda: (torch.linspace(-2, 2, 12), torch.linspace(-2, 2, 12)), math.inf),
+    ("a 3 x 4 matrix against its negation", lambda: (torch.arange(12.0).view(3, 4) + 1,
+                                                     -(torch.arange(12.0).view(3, 4) + 1)), 10 * math.log10(0.25)),
+    ("[3, 4] against [3, 5]", lambda: (torch.tensor([3.0, 4.0]), torch.tensor([3.0, 5.0])), 10 * math.log10(25.0)),
+    ("zeros(5) against zeros(5)", lambda: (torch.zeros(5), torch.zeros(5)), math.inf),
+)
+
+
+@CHECKS.check(stage="npu", weight=1)
+def sqnr_is_signal_over_noise_in_decibels(ctx):
+    "sqnr(reference, actual) = 10 * log10(sum(reference^2) / sum((reference - actual)^2)); inf when they are equal"
+    pairs = [make() for _, make, _ in SQNR_CASES]
+    got = ctx.probe(probes.sqnr_of, pairs)
+    for (text, _, want), value in zip(SQNR_CASES, got):
+        expect(not isinstance(value, str), f"sqnr({text}) raised {value}.")
+        same = value == want if math.isinf(want) else abs(value - want) < 1e-3
+        expect(same, f"sqnr({text}) returned {value:.6g}; the signal-to-quantization-noise ratio is {want:.6g} dB "
+                     f"(10 * log10 of the reference's power over the difference's power). README.md, 'Step 4'.")
+
+
+# --- fuzz ------------------------------------------------------------------------------------------------------
+
+def random_recipes():
+    return mlp_specs(activations=("relu", "gelu", "sigmoid", "none", "layer_norm"), batch_shapes=((4,),),
+                     max_layers=3)
+
+
+def _tensor_adds(spec) -> int:
+    return sum(1 for layer in spec.layers if layer.reuse == "residual")
+
+
+@CHECKS.check(stage="fuzz", weight=3)
+def random_mlps_run_int8_on_the_npu(ctx):
+    "random MLPs (relu, GELU, LayerNorm, residual adds, Linear outputs returned): every Linear and add int8, same numbers"
+    def prop(spec) -> None:
+        DEVICE.reset()
+        seen = ctx.probe(probes.quantized_and_lowered, spec)
+        expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}.")
+        expect_like_quantized(spec, seen["outputs"], seen["quantized_outputs"], what="lower_to_npu_int8's graph",
+                              against="your quantized graph")
+        expect_launches(spec, seen["nodes"], len(spec.layers), _tensor_adds(spec),
+                        what="your quantized and lowered graph")
+
+    fuzz(ctx, random_recipes(), prop, describe=lambda spec: describe(spec) + "\n  (inputs: randn * 3, any batch)",
+         max_examples=max(4, ctx.max_examples // 3))

@@ -1,0 +1,421 @@
+"""Probes for kata 9's checks: everything that runs the attempt's code.
+
+Models are recipes (a zoo name or an MLPSpec) built the same way on both sides. A probe builds the model here,
+in the worker, hands it to the attempt, and returns plain data: node descriptions with their quantization
+annotations, quantize/dequantize parameters, op names, outputs. checks.py rebuilds the same graphs in its own
+process, computes eager's and the quantized graph's answers, reads the NPU's counters, and judges.
+
+The lowering is tested on graphs quantized here by the spec's own quantizer (`SpecQuantizer`, the rules the
+lesson states, with switches for the variants a lowering must refuse), so a mistake in the attempt's Quantizer
+does not hide what its lowering does, and the other way round.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from katas.common.models import MLPSpec, build_mlp
+from katas.common.npu import canonical_name
+from katas.common.pt2e import (
+    DEQUANTIZE_PER_CHANNEL,
+    DEQUANTIZE_PER_TENSOR,
+    QUANTIZE_PER_TENSOR,
+    MinMaxObserver,
+    PerChannelMinMaxObserver,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    Quantizer,
+    SharedQuantizationSpec,
+    convert_pt2e,
+    prepare_pt2e,
+)
+from katas.common.quiet import quiet
+
+aten = torch.ops.aten
+INT8_LINEAR = "kata.int8_linear.default"
+INT8_ADD = "kata.int8_add.default"
+
+
+# --- the models -------------------------------------------------------------------------------------------
+
+class GeluNorm(nn.Module):
+    """Linear -> GELU -> Linear -> LayerNorm -> Linear: GELU and LayerNorm have no int8 kernel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 32), nn.Linear(32, 16), nn.Linear(16, 4)
+        self.norm = nn.LayerNorm(16)
+
+    def forward(self, x):
+        return self.fc3(self.norm(self.fc2(F.gelu(self.fc1(x)))))
+
+
+class Gated(nn.Module):
+    """fc1(x) * sigmoid(fc2(x)) + 0.5 -> fc3: mul and sigmoid run on the NPU in float, not in int8; the add of a
+    number is not the int8 add of two tensors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc3(self.fc1(x) * torch.sigmoid(self.fc2(x)) + 0.5)
+
+
+class Residual(nn.Module):
+    """h = relu(fc1(x)); fc3(fc2(h) + h): an add of two tensors quantized apart unless told otherwise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = F.relu(self.fc1(x))
+        return self.fc3(self.fc2(h) + h)
+
+
+class ReusedLinear(nn.Module):
+    """z = fc1(x); fc2(z + relu(z)): the Linear's output has two users, so the relu cannot ride on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 4)
+
+    def forward(self, x):
+        z = self.fc1(x)
+        return self.fc2(z + F.relu(z))
+
+
+class ScaledSums(nn.Module):
+    """a = fc1(x), b = fc2(x); fc3(torch.add(torch.add(a, b, alpha=-0.5), b, alpha=2.0)): adds with alpha, which
+    the int8 add does not take."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        a, b = self.fc1(x), self.fc2(x)
+        return self.fc3(torch.add(torch.add(a, b, alpha=-0.5), b, alpha=2.0))
+
+
+def skewed() -> nn.Module:
+    """Linear(16 -> 16) -> ReLU -> Linear(16 -> 4), where two of the first layer's output channels have weights 100x
+    the others' and a bias that keeps them below zero (units that never fire, as training leaves some): one scale
+    for the whole weight is set by those two rows, and the fourteen live rows round to a few codes."""
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+    with torch.no_grad():
+        model[0].weight[:2] *= 100
+        model[0].bias[:2] = -3000.0
+    return model
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A model of the zoo: how to build it, what it computes, how many Linears and tensor adds it holds."""
+
+    build: Callable[[], nn.Module]
+    text: str
+    linears: int
+    adds: int = 0  # adds of two tensors: each is one int8_add when its inputs share one scale
+
+
+ZOO: dict[str, Recipe] = {
+    "mlp": Recipe(lambda: nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)), "Linear -> ReLU -> Linear",
+                  2),
+    "no_bias": Recipe(lambda: nn.Sequential(nn.Linear(16, 32, bias=False), nn.ReLU(), nn.Linear(32, 8, bias=False)),
+                      "Linear (no bias) -> ReLU -> Linear (no bias)", 2),
+    "gelu_norm": Recipe(GeluNorm, "Linear -> GELU -> Linear -> LayerNorm -> Linear", 3),
+    "gated": Recipe(Gated, "fc1(x) * sigmoid(fc2(x)) + 0.5 -> fc3", 3),
+    "residual": Recipe(Residual, "h = relu(fc1(x)); fc3(fc2(h) + h)", 3, 1),
+    "reused_linear": Recipe(ReusedLinear, "z = fc1(x); fc2(z + relu(z))", 2, 1),
+    "scaled_sums": Recipe(ScaledSums, "a = fc1(x), b = fc2(x); fc3(torch.add(torch.add(a, b, alpha=-0.5), b, "
+                                      "alpha=2.0))", 3, 0),
+    "skewed": Recipe(skewed, "Linear with two rows 100x the rest -> ReLU -> Linear", 2),
+}
+IN_FEATURES = 16
+EXAMPLE_BATCH = 4
+EVAL_BATCHES = (1, 5)  # neither is the example's batch
+INPUT_SCALE = 3.0  # calibration and evaluation inputs are randn * INPUT_SCALE; the example input is randn
+
+
+def build(recipe: str | MLPSpec, seed: int = 0) -> nn.Module:
+    """The model of `recipe`, weights drawn from `seed`, in eval mode."""
+    if isinstance(recipe, MLPSpec):
+        return build_mlp(recipe)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return ZOO[recipe].build().eval()
+
+
+def in_features(recipe: str | MLPSpec) -> int:
+    return recipe.in_features if isinstance(recipe, MLPSpec) else IN_FEATURES
+
+
+def _randn(recipe: str | MLPSpec, batch: int, seed: int, scale: float) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, in_features(recipe), generator=generator) * scale
+
+
+def example(recipe: str | MLPSpec) -> tuple[torch.Tensor]:
+    """The example input export sees: a small batch of unit-scale values."""
+    return (_randn(recipe, EXAMPLE_BATCH, 1, 1.0),)
+
+
+def calibration(recipe: str | MLPSpec, scale: float = INPUT_SCALE) -> list[tuple[torch.Tensor]]:
+    """Eight batches from the distribution the model will serve (INPUT_SCALE times wider than the example)."""
+    return [(_randn(recipe, 16, 100 + i, scale),) for i in range(8)]
+
+
+def evaluation(recipe: str | MLPSpec, batch: int) -> tuple[torch.Tensor]:
+    """Fresh inputs from the serving distribution, at a batch size export never saw."""
+    return (_randn(recipe, batch, 7000 + batch, INPUT_SCALE),)
+
+
+def eager(recipe: str | MLPSpec) -> dict[int, Any]:
+    model = build(recipe)
+    with torch.no_grad():
+        return {b: model(*evaluation(recipe, b)) for b in EVAL_BATCHES}
+
+
+def run(module: Callable, recipe: str | MLPSpec) -> dict[int, Any]:
+    """`module`'s output per evaluation batch, or the error's text."""
+    results: dict[int, Any] = {}
+    for b in EVAL_BATCHES:
+        try:
+            with torch.no_grad():
+                results[b] = module(*evaluation(recipe, b))
+        except Exception as exc:  # noqa: BLE001 - the check reports it
+            results[b] = f"{type(exc).__name__}: {str(exc).strip()[:500]}"
+    return results
+
+
+# --- the spec's own graphs --------------------------------------------------------------------------------
+
+_SPEC_EXPORTS: dict[Any, torch.fx.GraphModule] = {}
+
+
+def spec_exported(recipe: str | MLPSpec) -> torch.fx.GraphModule:
+    """The recipe exported with a dynamic batch, as `ep.module()`: the graph a Quantizer annotates. A copy each
+    call (copying takes a millisecond; exporting again, a hundred)."""
+    if recipe not in _SPEC_EXPORTS:
+        with quiet():
+            exported = torch.export.export(build(recipe), example(recipe), dynamic_shapes=({0: torch.export.Dim.AUTO},))
+        _SPEC_EXPORTS[recipe] = exported.module()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # copying an exported module's pytree specs warns of a deprecation
+        return copy.deepcopy(_SPEC_EXPORTS[recipe])
+
+
+def _activation_spec(dtype: str = "int8") -> QuantizationSpec:
+    low, high = {"int8": (-128, 127), "uint8": (0, 255)}[dtype]
+    return QuantizationSpec(dtype=getattr(torch, dtype), quant_min=low, quant_max=high,
+                            qscheme=torch.per_tensor_affine, is_dynamic=False, observer_or_fake_quant_ctr=MinMaxObserver)
+
+
+def _weight_spec(scheme: str) -> QuantizationSpec:
+    """"symmetric" (the device's), "affine" (zero points), "input_channels" (a scale per column, ch_axis=1)."""
+    qscheme = torch.per_channel_affine if scheme == "affine" else torch.per_channel_symmetric
+    return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=qscheme,
+                            ch_axis=1 if scheme == "input_channels" else 0, is_dynamic=False,
+                            observer_or_fake_quant_ctr=PerChannelMinMaxObserver)
+
+
+class SpecQuantizer(Quantizer):
+    """The lesson's rules, with switches for the graphs a lowering must leave alone or handle:
+    `share_add=False` quantizes an add's two inputs apart (so their scales differ); `weights="affine"` gives
+    weights zero points, `weights="input_channels"` a scale per column (ch_axis=1); `activations="uint8"`
+    quantizes activations to uint8 (the x86 habit), `activations="float_output"` leaves float the output of the
+    linear that makes the model's output. Linear inputs, linear or fused-relu outputs, adds of two tensors."""
+
+    def __init__(self, share_add: bool = True, weights: str = "symmetric", activations: str = "int8") -> None:
+        super().__init__()
+        self.share_add, self.weights = share_add, weights
+        self.float_output = activations == "float_output"
+        self.activation_dtype = "uint8" if activations == "uint8" else "int8"
+
+    def _act(self) -> QuantizationSpec:
+        return _activation_spec(self.activation_dtype)
+
+    def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        for node in model.graph.nodes:
+            if node.op != "call_function":
+                continue
+            if node.target is aten.linear.default:
+                users = list(node.users)
+                relu = users[0] if len(users) == 1 and users[0].target is aten.relu.default else None
+                float_output = self.float_output and any(u.op == "output" for u in users)
+                node.meta["quantization_annotation"] = QuantizationAnnotation(
+                    input_qspec_map={node.args[0]: self._act(), node.args[1]: _weight_spec(self.weights)},
+                    output_qspec=None if relu or float_output else self._act(), _annotated=True)
+                if relu is not None:
+                    relu.meta["quantization_annotation"] = QuantizationAnnotation(output_qspec=self._act(),
+                                                                                  _annotated=True)
+            elif node.target is aten.add.Tensor and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+                first, second = node.args[:2]
+                inputs = {first: self._act()}
+                if second is not first:
+                    inputs[second] = SharedQuantizationSpec((first, node)) if self.share_add else self._act()
+                node.meta["quantization_annotation"] = QuantizationAnnotation(
+                    input_qspec_map=inputs, output_qspec=self._act(), _annotated=True)
+        return model
+
+    def validate(self, model: torch.fx.GraphModule) -> None:
+        pass
+
+
+_SPEC_CONVERTED: dict[Any, torch.fx.GraphModule] = {}
+
+
+def spec_converted(recipe: str | MLPSpec, share_add: bool = True, weights: str = "symmetric",
+                   activations: str = "int8") -> torch.fx.GraphModule:
+    """The recipe quantized by SpecQuantizer and calibrated on `calibration(recipe)`: the graph a lowering gets.
+    The same graph on both sides of the process boundary (every step is deterministic); a copy each call."""
+    key = (recipe, share_add, weights, activations)
+    if key not in _SPEC_CONVERTED:
+        with quiet():
+            prepared = prepare_pt2e(spec_exported(recipe), SpecQuantizer(share_add, weights, activations))
+            with torch.no_grad():
+                for batch in calibration(recipe):
+                    prepared(*batch)
+            _SPEC_CONVERTED[key] = convert_pt2e(prepared)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return copy.deepcopy(_SPEC_CONVERTED[key])
+
+
+# --- describing graphs ------------------------------------------------------------------------------------
+
+def _target_text(node: torch.fx.Node) -> str:
+    target = node.target
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return f"{target}.default"  # torch.ops.kata.int8_linear called as a packet runs its default overload
+    if isinstance(target, (torch._ops.OpOverload, str)):
+        return str(target)
+    return getattr(target, "__name__", type(target).__name__)
+
+
+def describe_spec(spec: Any) -> dict | None:
+    """A QuantizationSpec (or a shared/derived one) as plain data."""
+    if spec is None:
+        return None
+    if isinstance(spec, SharedQuantizationSpec):
+        return {"kind": "shared"}
+    if not isinstance(spec, QuantizationSpec):
+        return {"kind": type(spec).__name__}
+    return {"kind": "spec", "dtype": str(spec.dtype).removeprefix("torch."),
+            "qscheme": str(spec.qscheme).removeprefix("torch.") if spec.qscheme is not None else None,
+            "ch_axis": spec.ch_axis, "quant_min": spec.quant_min, "quant_max": spec.quant_max,
+            "dynamic": bool(spec.is_dynamic)}
+
+
+def describe_annotations(gm: torch.fx.GraphModule) -> list[dict]:
+    """Every call_function node: its target, its users, and the annotation a Quantizer left on it (inputs by
+    argument position: 0 for the first argument, 1 for the second, ...)."""
+    described = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        annotation = node.meta.get("quantization_annotation")
+        entry = {"name": node.name, "target": _target_text(node), "canonical": canonical_name(node.target),
+                 "users": [u.name for u in node.users], "annotated": annotation is not None,
+                 "tensor_args": [isinstance(a, torch.fx.Node) for a in node.args],
+                 "inputs": {}, "output": None}
+        if annotation is not None:
+            for source, spec in (getattr(annotation, "input_qspec_map", None) or {}).items():
+                positions = [i for i, a in enumerate(node.args) if a is source] or ["kwarg"]
+                for position in positions:
+                    entry["inputs"][str(position)] = describe_spec(spec)
+            entry["output"] = describe_spec(getattr(annotation, "output_qspec", None))
+        described.append(entry)
+    return described
+
+
+def _literal(value: Any) -> Any:
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+
+
+def describe_quantized(gm: torch.fx.GraphModule) -> list[dict]:
+    """Every call_function node of a converted or lowered graph: target, its inputs (node names or literals), and
+    for a per-tensor quantize/dequantize its (scale, zero_point, dtype)."""
+    described = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        entry = {"name": node.name, "target": _target_text(node),
+                 "args": [a.name if isinstance(a, torch.fx.Node) else _literal(a) for a in node.args],
+                 "arg_ops": [a.op if isinstance(a, torch.fx.Node) else None for a in node.args],
+                 "users": [u.name for u in node.users]}
+        if node.target in (QUANTIZE_PER_TENSOR, DEQUANTIZE_PER_TENSOR):
+            entry["qparams"] = [float(node.args[1]), int(node.args[2]), str(node.args[5]).removeprefix("torch.")]
+        elif node.target is DEQUANTIZE_PER_CHANNEL:
+            entry["qparams"] = ["per_channel", int(node.args[3]), str(node.args[6]).removeprefix("torch.")]
+        described.append(entry)
+    return described
+
+
+# --- probes ------------------------------------------------------------------------------------------------
+
+def annotated(attempt: ModuleType, recipe: str | MLPSpec) -> list[dict]:
+    """NPUQuantizer().annotate() on the spec's exported graph of `recipe`: every node's annotation."""
+    gm = spec_exported(recipe)
+    with quiet():
+        quantizer = attempt.NPUQuantizer()
+        quantizer.annotate(gm)
+    return describe_annotations(gm)
+
+
+def quantized(attempt: ModuleType, recipe: str | MLPSpec, calibration_scale: float = INPUT_SCALE) -> dict:
+    """quantize_for_npu(model, example, calibration batches): what it returned, its nodes, its outputs."""
+    with quiet():
+        converted = attempt.quantize_for_npu(build(recipe), example(recipe), calibration(recipe, calibration_scale))
+    if not isinstance(converted, torch.fx.GraphModule):
+        return {"type": type(converted).__name__}
+    return {"type": "GraphModule", "nodes": describe_quantized(converted), "outputs": run(converted, recipe)}
+
+
+def lowered(attempt: ModuleType, recipe: str | MLPSpec, share_add: bool = True, weights: str = "symmetric",
+            activations: str = "int8") -> dict:
+    """lower_to_npu_int8 on the spec's quantized graph of `recipe`: what it returned, its nodes, its outputs."""
+    with quiet():
+        result = attempt.lower_to_npu_int8(spec_converted(recipe, share_add, weights, activations))
+    if not isinstance(result, torch.fx.GraphModule):
+        return {"type": type(result).__name__}
+    return {"type": "GraphModule", "nodes": describe_quantized(result), "outputs": run(result, recipe)}
+
+
+def quantized_and_lowered(attempt: ModuleType, recipe: str | MLPSpec) -> dict:
+    """The attempt's whole path: quantize_for_npu, then lower_to_npu_int8; the quantized graph's outputs (taken
+    before lowering), the lowered graph's nodes and outputs."""
+    with quiet():
+        converted = attempt.quantize_for_npu(build(recipe), example(recipe), calibration(recipe))
+    if not isinstance(converted, torch.fx.GraphModule):
+        return {"type": type(converted).__name__}
+    quantized_outputs = run(converted, recipe)
+    with quiet():
+        result = attempt.lower_to_npu_int8(converted)
+    if not isinstance(result, torch.fx.GraphModule):
+        return {"type": type(result).__name__}
+    return {"type": "GraphModule", "quantized_outputs": quantized_outputs, "nodes": describe_quantized(result),
+            "outputs": run(result, recipe)}
+
+
+def sqnr_of(attempt: ModuleType, pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Any]:
+    """sqnr(reference, actual) for each pair, or the error's text."""
+    values = []
+    for reference, actual in pairs:
+        try:
+            value = attempt.sqnr(reference.clone(), actual.clone())
+            values.append(float(value))
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the check reports it
+            values.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+    return values

@@ -1,0 +1,17 @@
+"""Mistake: weights quantized per channel but affine (a zero point per channel): the int8 linear has no weight zero
+point, so no linear can be lowered."""
+
+import torch
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('every_linear_and_add_runs_int8_on_the_npu', 'quantizer_annotates_linears_and_adds',
+    'random_mlps_run_int8_on_the_npu')
+
+_ref.WEIGHT_PER_CHANNEL = _ref.QuantizationSpec(
+    dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_channel_affine, ch_axis=0, is_dynamic=False,
+    observer_or_fake_quant_ctr=_ref.PerChannelMinMaxObserver)
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)

@@ -1,0 +1,21 @@
+"""Mistake: the lowering passes no bias to the int8 linear (the float bias "is not int8"); every output shifts."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('add_of_two_scales_stays_float', 'every_int8_pattern_becomes_one_int8_op',
+    'every_linear_and_add_runs_int8_on_the_npu', 'patterns_of_other_kinds_stay_float',
+    'random_mlps_run_int8_on_the_npu')
+_replace = _ref._replace
+
+
+def _replace_without_bias(gm, q_out, target, args, dead):
+    if target is _ref.INT8_LINEAR:
+        args = (*args[:5], None, *args[6:])
+    _replace(gm, q_out, target, args, dead)
+
+
+_ref._replace = _replace_without_bias
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)

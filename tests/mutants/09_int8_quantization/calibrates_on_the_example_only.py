@@ -1,0 +1,20 @@
+"""Mistake: the observers see the example input, not the calibration batches: serving inputs three times wider
+are clipped."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('calibration_batches_set_the_ranges', 'every_linear_and_add_runs_int8_on_the_npu',
+    'quantized_model_tracks_eager', 'skewed_weights_keep_their_small_channels')
+
+_quantize = _ref.quantize_for_npu
+
+
+def quantize_for_npu(model, example_inputs, calibration_batches):
+    return _quantize(model, example_inputs, [tuple(example_inputs)])
+
+
+_ref.quantize_for_npu = quantize_for_npu
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)

@@ -1,0 +1,22 @@
+"""Mistake: the int8 linear is given the pattern's output scale and zero point for its input too."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('add_of_two_scales_stays_float', 'every_int8_pattern_becomes_one_int8_op',
+    'every_linear_and_add_runs_int8_on_the_npu', 'patterns_of_other_kinds_stay_float',
+    'random_mlps_run_int8_on_the_npu')
+
+_replace = _ref._replace
+
+
+def _replace_with_output_params(gm, q_out, target, args, dead):
+    if target is _ref.INT8_LINEAR:
+        args = (args[0], q_out.args[1], q_out.args[2], *args[3:])
+    _replace(gm, q_out, target, args, dead)
+
+
+_ref._replace = _replace_with_output_params
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)

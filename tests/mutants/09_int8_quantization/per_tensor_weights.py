@@ -1,0 +1,13 @@
+"""Mistake: one scale for each whole weight (per_tensor_symmetric): the largest output channel sets it, and the
+small channels round to a few codes."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('every_linear_and_add_runs_int8_on_the_npu', 'quantizer_annotates_linears_and_adds',
+    'random_mlps_run_int8_on_the_npu', 'skewed_weights_keep_their_small_channels')
+
+_ref.WEIGHT_PER_CHANNEL = _ref.WEIGHT_PER_TENSOR
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)

@@ -1,0 +1,20 @@
+"""Mistake: dq -> linear -> relu -> q is lowered as a plain int8 linear: the relu is erased, not applied."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('every_int8_pattern_becomes_one_int8_op', 'every_linear_and_add_runs_int8_on_the_npu')
+
+_replace = _ref._replace
+
+
+def _replace_without_relu(gm, q_out, target, args, dead):
+    if target is _ref.INT8_LINEAR:
+        args = (*args[:-1], False)
+    _replace(gm, q_out, target, args, dead)
+
+
+_ref._replace = _replace_without_relu
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)

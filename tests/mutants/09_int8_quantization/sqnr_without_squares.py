@@ -1,0 +1,19 @@
+"""Mistake: the SQNR of amplitudes, not of powers: 10 * log10(sum|reference| / sum|reference - actual|)."""
+
+import math
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('sqnr_is_signal_over_noise_in_decibels',)
+
+
+def sqnr(reference, actual):
+    noise = float((reference - actual).abs().sum())
+    return math.inf if noise == 0 else 10 * math.log10(float(reference.abs().sum()) / noise)
+
+
+_ref.sqnr = sqnr
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)

@@ -1,0 +1,15 @@
+"""Mistake: activations quantized to uint8 [0, 255], the x86 habit: the NPU's integer unit reads and writes int8."""
+
+import torch
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('every_linear_and_add_runs_int8_on_the_npu', 'quantizer_annotates_linears_and_adds',
+    'random_mlps_run_int8_on_the_npu', 'relu_rides_on_its_linear')
+_ref.ACTIVATION = _ref.QuantizationSpec(dtype=torch.uint8, quant_min=0, quant_max=255,
+                                        qscheme=torch.per_tensor_affine, is_dynamic=False,
+                                        observer_or_fake_quant_ctr=_ref.MinMaxObserver)
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
