@@ -111,8 +111,10 @@ def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: li
         return f"the sample did not finish within {limit:g} s (a loop that never ends in your code?)"
     if proc.returncode and proc.returncode < 0:
         return f"the sample could not be drawn: {_describe_exit(proc.returncode)}"
-    last = (output_text.splitlines() or ["no output"])[-1]
-    return f"the sample could not be drawn (exit code {proc.returncode}): {last}"
+    lines = output_text.splitlines() or ["no output"]
+    frames = [line.strip() for line in lines if line.strip().startswith('File "')]
+    where = f" ({frames[-1]})" if frames else ""  # the innermost frame of the traceback: where to look
+    return f"the sample could not be drawn (exit code {proc.returncode}): {lines[-1]}{where}"
 
 
 def _wrap(text: str, width: int) -> list[str]:
