@@ -61,8 +61,10 @@ def worst_sqnr(want: dict, got: dict, *, recipe, what: str, against: str) -> flo
     worst = math.inf
     for batch in sorted(want):
         out = got.get(batch)
-        expect(not isinstance(out, str), f"{what} failed on a batch of {batch} rows of {model_text(recipe)}:\n"
-                                         f"  {str(out)[:500]}")
+        if isinstance(out, str):
+            hint = ("\nThe graph was exported for the example's batch size only: export with dimension 0 dynamic "
+                    "(dynamic_shapes). README.md, 'Step 2'." if "Guard failed" in out and "size()[0]" in out else "")
+            raise CheckFailed(f"{what} failed on a batch of size {batch} of {model_text(recipe)}:\n  {out[:500]}{hint}")
         mine, theirs = _leaves(out), _leaves(want[batch])
         expect(len(mine) == len(theirs) and all(a.shape == b.shape for a, b in zip(mine, theirs)),
                f"{what} returned {[tuple(t.shape) for t in mine]} for a batch of {batch} rows of {model_text(recipe)}; "
@@ -155,6 +157,10 @@ def quantizer_annotates_linears_and_adds(ctx):
                 expect(why is None, f"the weight of {where}: {why}. The int8 unit's weights are int8, symmetric "
                                     f"(zero point 0) and have one scale per output channel: qscheme "
                                     f"torch.per_channel_symmetric, ch_axis=0. README.md, 'Per channel'.")
+                expect("2" not in node["inputs"],
+                       f"the bias of {where} is annotated ({_spec_text(node['inputs'].get('2'))}). Leave it float: "
+                       f"the int8 linear takes a float32 bias and rounds it to int32 at x_scale * weight_scale, a step far "
+                       f"finer than an int8 code's. README.md, 'Step 1'.")
                 if fused_relu(node, by_name) is None:
                     why = activation_problem(node["output"])
                     expect(why is None, f"the output of {where}: {why}. Its users are "
@@ -204,11 +210,13 @@ def relu_rides_on_its_linear(ctx):
             relu = fused_relu(node, by_name)
             where = f"node {node['name']} of {model_text(recipe)}"
             if relu is not None:
-                expect(node["output"] is None and activation_problem(relu["output"]) is None,
-                       f"{where} feeds only {relu['name']} (relu), yet the linear's output is annotated "
-                       f"({_spec_text(node['output'])}) and the relu's is {_spec_text(relu['output'])}. Annotate the "
-                       f"pair as one pattern: the linear's inputs, and the output on the relu. Then no quantize "
-                       f"sits between them and the int8 linear applies the relu itself. README.md, 'Patterns'.")
+                expect(node["output"] is None and not relu["inputs"] and activation_problem(relu["output"]) is None,
+                       f"{where} feeds only {relu['name']} (relu), yet the linear's output is annotated with "
+                       f"{_spec_text(node['output'])}, the relu's input with "
+                       f"{_spec_text(relu['inputs'].get('0'))} and the relu's output with "
+                       f"{_spec_text(relu['output'])}. Annotate the pair as one pattern: the linear's inputs, and the "
+                       f"output on the relu, nothing between them. Then no quantize sits between them and the int8 "
+                       f"linear applies the relu itself. README.md, 'Patterns'.")
             else:
                 users = [by_name.get(u, {"target": u})["target"] for u in node["users"]]
                 expect(activation_problem(node["output"]) is None,
@@ -340,6 +348,11 @@ def low_sqnr_reason(seen: dict) -> str:
                    and by_name.get(n["args"][0], {}).get("target") == "aten.linear.default"
                    and any(by_name.get(d, {}).get("users") and by_name.get(by_name[d]["users"][0], {}).get("target")
                            == "aten.relu.default" for d in n["users"])]
+    biases = [n["args"][2] for n in seen["nodes"] if n["target"] == "aten.linear.default" and len(n["args"]) > 2
+              and by_name.get(n["args"][2], {}).get("target", "").startswith(QDQ_PREFIX + "dequantize")]
+    if biases:
+        return (f"Its biases are quantized ({', '.join(biases)}): leave them float, the int8 linear rounds them to "
+                f"int32 itself. README.md, 'Step 1'.")
     if before_relu:
         return (f"The linear's output is quantized before the relu ({', '.join(before_relu)}): the two big rows' "
                 f"outputs are near -3000 there, so the int8 range is spent on values the relu throws away. Let the "
@@ -363,7 +376,8 @@ def expect_like_quantized(recipe, got: dict, want: dict, *, what: str, against: 
            f"{what} of {model_text(recipe)} is {worst:.1f} dB from {against} (SQNR); the int8 ops compute what the "
            f"dequantize -> op -> quantize patterns compute, to within a rounding step, which keeps it above "
            f"{LOWERED_MIN_SQNR:.0f} dB. Read each pattern's scales and zero points from its own dequantize and "
-           f"quantize nodes, and apply the relu where the pattern has one. README.md, 'Step 3'.")
+           f"quantize nodes, pass the linear's bias, and apply the relu where the pattern has one. "
+           f"README.md, 'Step 3'.")
 
 
 def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what: str) -> None:
