@@ -51,7 +51,7 @@ import gc
 import inspect
 import itertools
 import weakref
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -589,6 +589,42 @@ class NPUProgram:
         stats.bytes_from_device += self.bytes_out
         stats.estimated_us += self.estimated_us
         return outputs
+
+
+class KeptPrograms:
+    """Compiled programs kept by key for a runtime that compiles on first use (one program per input signature: the
+    device is shape-static). At most `size` are kept; the oldest is released to make room, and again whenever the
+    device's program memory is full. A kept program the device released since is compiled again."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._programs: "OrderedDict[Any, NPUProgram]" = OrderedDict()
+
+    def get(self, key: Any, compile_program: Callable[[], NPUProgram]) -> NPUProgram:
+        """The program kept under `key`, or `compile_program()`'s, kept from now on."""
+        kept = self._programs.pop(key, None)
+        if kept is not None and kept.resident:
+            self._programs[key] = kept  # now the newest
+            return kept
+        while len(self._programs) >= self.size:
+            self._release_oldest()
+        while True:
+            try:
+                compiled = compile_program()
+                break
+            except NPUCompileError as error:
+                if error.what != "program" or not self._programs:  # a graph the NPU refuses, or memory others hold
+                    raise
+                self._release_oldest()
+        self._programs[key] = compiled
+        return compiled
+
+    def _release_oldest(self) -> None:
+        self._programs.popitem(last=False)[1].release()
+
+    def release_all(self) -> None:
+        while self._programs:
+            self._release_oldest()
 
 
 # --- the device across a process boundary ---------------------------------------------------------------

@@ -29,7 +29,6 @@ import io
 import json
 import operator
 import sys
-from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -163,7 +162,7 @@ def unpack(text: str) -> torch.fx.GraphModule:
 
 # --- the op ---------------------------------------------------------------------------------------------
 
-_COMPILED: "OrderedDict[tuple, Any]" = OrderedDict()
+_COMPILED = npu.KeptPrograms(KEPT_PROGRAMS)
 
 
 def _signature(inputs: list[torch.Tensor]) -> tuple:
@@ -171,31 +170,14 @@ def _signature(inputs: list[torch.Tensor]) -> tuple:
 
 
 def _compiled(program: str, inputs: list[torch.Tensor]) -> Any:
-    """The NPU program for these input shapes: compiled once per signature and kept while it is resident, the
-    oldest released past KEPT_PROGRAMS or when program memory is full."""
+    """The NPU program for these input shapes: compiled once per signature and kept while it is resident."""
     key = (hashlib.sha256(program.encode()).hexdigest(), _signature(inputs))
-    kept = _COMPILED.pop(key, None)
-    if kept is not None and kept.resident:
-        _COMPILED[key] = kept  # now the newest
-        return kept
-    while len(_COMPILED) >= KEPT_PROGRAMS:
-        _COMPILED.popitem(last=False)[1].release()
-    while True:
-        try:
-            compiled = npu.NPU.compile(unpack(program), inputs, name=f"aot_{key[0][:8]}")
-            break
-        except npu.NPUCompileError as error:
-            if error.what != "program" or not _COMPILED:  # a graph the NPU refuses, or memory others hold
-                raise
-            _COMPILED.popitem(last=False)[1].release()
-    _COMPILED[key] = compiled
-    return compiled
+    return _COMPILED.get(key, lambda: npu.NPU.compile(unpack(program), inputs, name=f"aot_{key[0][:8]}"))
 
 
 def release_all() -> None:
     """Release every program this process compiled through `run_program`."""
-    while _COMPILED:
-        _COMPILED.popitem(last=False)[1].release()
+    _COMPILED.release_all()
 
 
 @torch.library.custom_op("npu_aot::run_program", mutates_args=())

@@ -20,7 +20,6 @@ Both have fake kernels, so a lowered graph can be traced, exported and printed l
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Optional
 
 import torch
@@ -30,7 +29,7 @@ from katas.common import npu
 
 KEPT_PROGRAMS = 6  # compiled (op, signature) programs kept per process; the device holds MAX_RESIDENT_PROGRAMS
 
-_COMPILED: "OrderedDict[tuple, Any]" = OrderedDict()
+_COMPILED = npu.KeptPrograms(KEPT_PROGRAMS)
 
 
 def _signature(value: Any) -> Any:
@@ -51,23 +50,8 @@ def _one_node_graph(op: torch._ops.OpOverload, args: list[Any]) -> torch.fx.Grap
 def _program(op: torch._ops.OpOverload, args: list[Any]) -> Any:
     """The NPU program running `op` on arguments shaped like `args`; compiled on first use, then kept."""
     key = (str(op), tuple(_signature(a) for a in args))
-    kept = _COMPILED.pop(key, None)
-    if kept is not None and kept.resident:
-        _COMPILED[key] = kept  # now the newest
-        return kept
-    while len(_COMPILED) >= KEPT_PROGRAMS:
-        _COMPILED.popitem(last=False)[1].release()
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    while True:
-        try:
-            compiled = npu.NPU.compile(_one_node_graph(op, args), tensors, name=f"{op.__name__.split('.')[0]}")
-            break
-        except npu.NPUCompileError as error:
-            if error.what != "program" or not _COMPILED:  # a call the device refuses, or memory others hold
-                raise
-            _COMPILED.popitem(last=False)[1].release()
-    _COMPILED[key] = compiled
-    return compiled
+    return _COMPILED.get(key, lambda: npu.NPU.compile(_one_node_graph(op, args), tensors, name=op.__name__.split(".")[0]))
 
 
 def _run(op: torch._ops.OpOverload, args: list[Any]) -> torch.Tensor:
@@ -77,8 +61,7 @@ def _run(op: torch._ops.OpOverload, args: list[Any]) -> torch.Tensor:
 
 def release_all() -> None:
     """Release every program this process compiled for the int8 ops."""
-    while _COMPILED:
-        _COMPILED.popitem(last=False)[1].release()
+    _COMPILED.release_all()
 
 
 @torch.library.custom_op("kata::int8_linear", mutates_args=())

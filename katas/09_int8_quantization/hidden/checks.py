@@ -370,6 +370,18 @@ def _lowered(ctx, recipe, share_add: bool = True, weights: str = "symmetric", ac
     return seen
 
 
+def _lowered_variant(ctx, recipe, **variant) -> tuple[dict, dict]:
+    """lower_to_npu_int8 on the spec's graph of `recipe` quantized with `variant` (SpecQuantizer's switches), and
+    that graph's own outputs (computed here); the device's counters start from zero."""
+    DEVICE.reset()
+    return _lowered(ctx, recipe, **variant), probes.run(probes.spec_converted(recipe, **variant), recipe)
+
+
+def expect_like_given(recipe, seen: dict, want: dict) -> None:
+    expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
+                          against="the quantized graph it was given")
+
+
 def expect_like_quantized(recipe, got: dict, want: dict, *, what: str, against: str) -> None:
     worst = worst_sqnr(want, got, recipe=recipe, what=what, against=against)
     expect(worst >= LOWERED_MIN_SQNR,
@@ -401,11 +413,8 @@ def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what:
 def every_int8_pattern_becomes_one_int8_op(ctx):
     "lower_to_npu_int8: each dq -> linear [-> relu] -> q and dq -> add -> q is one int8 op on the NPU; same numbers"
     for recipe in ("mlp", "no_bias", "residual", "gelu_norm", "reused_linear"):
-        DEVICE.reset()
-        seen = _lowered(ctx, recipe)
-        want = probes.run(probes.spec_converted(recipe), recipe)
-        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
-                              against="the quantized graph it was given")
+        seen, want = _lowered_variant(ctx, recipe)
+        expect_like_given(recipe, seen, want)
         expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds,
                         what="lower_to_npu_int8's graph")
         by_name = {n["name"]: n for n in seen["nodes"]}
@@ -420,9 +429,7 @@ def every_int8_pattern_becomes_one_int8_op(ctx):
 def add_of_two_scales_stays_float(ctx):
     "an add whose inputs are dequantized with different scales is not lowered: the int8 add takes one scale"
     for recipe in ("residual", "reused_linear"):
-        DEVICE.reset()
-        seen = _lowered(ctx, recipe, share_add=False)
-        want = probes.run(probes.spec_converted(recipe, share_add=False), recipe)
+        seen, want = _lowered_variant(ctx, recipe, share_add=False)
         adds = count(seen["nodes"], probes.INT8_ADD)
         expect(adds == 0,
                f"lower_to_npu_int8 lowered the add of {model_text(recipe)} to int8_add, but in this graph (quantized "
@@ -430,8 +437,7 @@ def add_of_two_scales_stays_float(ctx):
                f"int8 add takes one scale and zero point for both: with either one, the other input is read wrong. "
                f"Lower an add only when both dequantize nodes carry the same (scale, zero_point); otherwise leave "
                f"the float add between them. README.md, 'The add'.")
-        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
-                              against="the quantized graph it was given")
+        expect_like_given(recipe, seen, want)
         expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, 0, what="lower_to_npu_int8's graph")
 
 
@@ -444,15 +450,12 @@ def weights_the_int8_linear_cannot_read_stay_float(ctx):
             ("gated", "input_channels", "quantized with one scale per input channel (ch_axis=1; two of them are "
                                         "square, so the scales even come in the right number): the int8 linear "
                                         "scales each output channel, one scale per row")):
-        DEVICE.reset()
-        seen = _lowered(ctx, recipe, weights=weights)
-        want = probes.run(probes.spec_converted(recipe, weights=weights), recipe)
+        seen, want = _lowered_variant(ctx, recipe, weights=weights)
         linears = count(seen["nodes"], probes.INT8_LINEAR)
         expect(linears == 0,
                f"lower_to_npu_int8 lowered {linears} linear(s) of {model_text(recipe)} whose weights were {why}. "
                f"Leave such a pattern in float. README.md, 'Step 3'.")
-        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
-                              against="the quantized graph it was given")
+        expect_like_given(recipe, seen, want)
 
 
 @CHECKS.check(stage="lower", weight=1)
@@ -466,16 +469,13 @@ def patterns_of_other_kinds_stay_float(ctx):
                                    "with no quantize ending the pattern there is no output scale to requantize to"),
     )
     for recipe, activations, linears, what in cases:
-        DEVICE.reset()
-        seen = _lowered(ctx, recipe, activations=activations)
-        want = probes.run(probes.spec_converted(recipe, activations=activations), recipe)
+        seen, want = _lowered_variant(ctx, recipe, activations=activations)
         got = (count(seen["nodes"], probes.INT8_LINEAR), count(seen["nodes"], probes.INT8_ADD))
         expect(got == (linears, 0),
                f"lower_to_npu_int8 made {got[0]} int8_linear and {got[1]} int8_add node(s) of {model_text(recipe)}; "
                f"{linears} int8_linear and no int8_add were right: {what}. Leave such a pattern in float. "
                f"README.md, 'Step 3'.")
-        expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
-                              against="the quantized graph it was given")
+        expect_like_given(recipe, seen, want)
 
 
 # --- Step 4: the whole path, and the metric -------------------------------------------------------------------
