@@ -36,7 +36,7 @@ def linear_case(seed=0, rows=3, inner=8, out=5):
 
 
 def float_linear_then_quantize(x, x_scale, x_zp, w, w_scale, bias, out_scale, out_zp, relu=False):
-    """What the quantize/dequantize graph computes: dequantize, float linear, quantize (no int32 rounding of the bias)."""
+    """What the quantize/dequantize graph computes: dequantize, float linear, quantize (the bias not rounded)."""
     y = F.linear((x.double() - x_zp) * x_scale, w.double() * w_scale.double()[:, None], bias.double())
     if relu:
         y = y.relu()

@@ -140,7 +140,7 @@ if set(KERNELS) != NPU_OPS:  # pragma: no cover - a guard for whoever edits the 
 
 NPU_INT8_OPS = frozenset({"int8_linear", "int8_add"})
 INT8_MIN, INT8_MAX = -128, 127
-INT8_MAX_INNER = 32_768  # 2**31 / (255 * 255): the longest dot product the int32 accumulator holds
+INT8_MAX_INNER = 32_768  # under 2**31 / (255 * 255): the longest dot product whose int32 sum cannot overflow
 
 
 def requantize(values: torch.Tensor, multiplier: Any, zero_point: int) -> torch.Tensor:
@@ -188,8 +188,8 @@ INT8_KERNELS: dict[str, Callable[..., torch.Tensor]] = {"int8_linear": int8_line
                                                         "int8_add": int8_add_kernel}
 
 # which argument holds the contracted dimension, for the cost model
-_INNER_DIM = {"linear": ("weight", -1), "linear_gelu": ("weight", -1), "int8_linear": ("weight", -1), "addmm": ("mat1", -1),
-              "mm": ("self", -1), "matmul": ("self", -1)}
+_INNER_DIM = {"linear": ("weight", -1), "linear_gelu": ("weight", -1), "int8_linear": ("weight", -1),
+              "addmm": ("mat1", -1), "mm": ("self", -1), "matmul": ("self", -1)}
 
 
 def canonical_name(target: Any) -> str | None:

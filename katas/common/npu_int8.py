@@ -51,7 +51,8 @@ def _program(op: torch._ops.OpOverload, args: list[Any]) -> Any:
     """The NPU program running `op` on arguments shaped like `args`; compiled on first use, then kept."""
     key = (str(op), tuple(_signature(a) for a in args))
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    return _COMPILED.get(key, lambda: npu.NPU.compile(_one_node_graph(op, args), tensors, name=op.__name__.split(".")[0]))
+    name = op.__name__.split(".")[0]
+    return _COMPILED.get(key, lambda: npu.NPU.compile(_one_node_graph(op, args), tensors, name=name))
 
 
 def _run(op: torch._ops.OpOverload, args: list[Any]) -> torch.Tensor:

@@ -155,7 +155,7 @@ def _replace(gm: torch.fx.GraphModule, q_out: torch.fx.Node, target, args: tuple
     with gm.graph.inserting_before(q_out):
         int8_node = gm.graph.call_function(target, args)
     q_out.replace_all_uses_with(int8_node)
-    for node in (q_out, *dead):
+    for node in dict.fromkeys((q_out, *dead)):  # `z + z` reads one dequantize twice: erase it once
         if not node.users:
             gm.graph.erase_node(node)
 

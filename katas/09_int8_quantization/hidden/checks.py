@@ -18,6 +18,7 @@ import torch
 from checker.child import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common.models import describe
+import katas.common.npu_int8  # noqa: F401 - registers the int8 ops, so the device here can rebuild their programs
 from katas.common.npu import DEVICE, DeviceService
 from katas.common.strategies import mlp_specs
 
@@ -159,8 +160,8 @@ def quantizer_annotates_linears_and_adds(ctx):
                                     f"torch.per_channel_symmetric, ch_axis=0. README.md, 'Per channel'.")
                 expect("2" not in node["inputs"],
                        f"the bias of {where} is annotated ({_spec_text(node['inputs'].get('2'))}). Leave it float: "
-                       f"the int8 linear takes a float32 bias and rounds it to int32 at x_scale * weight_scale, a step far "
-                       f"finer than an int8 code's. README.md, 'Step 1'.")
+                       f"the int8 linear takes a float32 bias and rounds it to int32 at x_scale * weight_scale, a "
+                       f"step far finer than an int8 code's. README.md, 'Step 1'.")
                 if fused_relu(node, by_name) is None:
                     why = activation_problem(node["output"])
                     expect(why is None, f"the output of {where}: {why}. Its users are "
@@ -531,7 +532,7 @@ def _tensor_adds(spec) -> int:
 
 @CHECKS.check(stage="fuzz", weight=3)
 def random_mlps_run_int8_on_the_npu(ctx):
-    "random MLPs (relu, GELU, LayerNorm, residual adds, Linear outputs returned): every Linear and add int8, same numbers"
+    "random MLPs (relu, GELU, LayerNorm, residual adds, Linear outputs returned): each Linear and add int8, same output"
     def prop(spec) -> None:
         DEVICE.reset()
         seen = ctx.probe(probes.quantized_and_lowered, spec)

@@ -216,8 +216,8 @@ def spec_exported(recipe: str | MLPSpec) -> torch.fx.GraphModule:
 
 def _activation_spec(dtype: str = "int8") -> QuantizationSpec:
     low, high = {"int8": (-128, 127), "uint8": (0, 255)}[dtype]
-    return QuantizationSpec(dtype=getattr(torch, dtype), quant_min=low, quant_max=high,
-                            qscheme=torch.per_tensor_affine, is_dynamic=False, observer_or_fake_quant_ctr=MinMaxObserver)
+    return QuantizationSpec(dtype=getattr(torch, dtype), quant_min=low, quant_max=high, qscheme=torch.per_tensor_affine,
+                            is_dynamic=False, observer_or_fake_quant_ctr=MinMaxObserver)
 
 
 def _weight_spec(scheme: str) -> QuantizationSpec:
