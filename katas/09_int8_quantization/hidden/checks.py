@@ -249,11 +249,15 @@ def quantized_model_tracks_eager(ctx):
         seen = _quantized(ctx, recipe)
         qdq = [n for n in seen["nodes"] if n["target"].startswith(QDQ_PREFIX)]
         weights = len(weight_dequantizes(seen["nodes"]))
+        decomposed = count(seen["nodes"], "aten.addmm.default") + count(seen["nodes"], "aten.mm.default")
+        why = (f"The graph holds {decomposed} addmm/mm node(s): it was decomposed (run_decompositions, kata 8's "
+               f"habit) before prepare_pt2e, so no aten.linear was left for NPUQuantizer to annotate. Quantize the "
+               f"graph export gives, ep.module(). " if decomposed else
+               "Did prepare_pt2e get your NPUQuantizer, and convert_pt2e the prepared model? ")
         expect(qdq and weights == ZOO[recipe].linears,
                f"quantize_for_npu's graph of {model_text(recipe)} holds {len(qdq)} quantize/dequantize node(s), "
                f"{weights} of them dequantizing an int8 weight, for its {ZOO[recipe].linears} Linear layers: "
-               f"{ops_text(seen['nodes'])}. Did prepare_pt2e get your NPUQuantizer, and convert_pt2e the prepared "
-               f"model? README.md, 'Step 2'.")
+               f"{ops_text(seen['nodes'])}. {why}README.md, 'Step 2'.")
         expect_close_to_eager(recipe, seen["outputs"], what="quantize_for_npu's model",
                               hint=f"Evaluated on batches of {', '.join(map(str, probes.EVAL_BATCHES))} rows "
                                    f"(the example had {probes.EXAMPLE_BATCH}): export with a dynamic batch, and run "

@@ -1,0 +1,26 @@
+"""Mistake: kata 8's habit, the export decomposed (run_decompositions) before prepare_pt2e: linear becomes permute and
+addmm, and the Quantizer, which annotates aten.linear, finds nothing to quantize."""
+
+import torch
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('calibration_batches_set_the_ranges', 'every_linear_and_add_runs_int8_on_the_npu',
+    'quantized_model_tracks_eager', 'random_mlps_run_int8_on_the_npu')
+
+
+def quantize_for_npu(model, example_inputs, calibration_batches):
+    dynamic = tuple({0: torch.export.Dim.AUTO} for _ in example_inputs)
+    exported = torch.export.export(model.eval(), tuple(example_inputs), dynamic_shapes=dynamic).run_decompositions()
+    prepared = _ref.prepare_pt2e(exported.module(), _ref.NPUQuantizer())
+    with torch.no_grad():
+        for batch in calibration_batches:
+            prepared(*batch)
+    return _ref.convert_pt2e(prepared)
+
+
+_ref.quantize_for_npu = quantize_for_npu
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
