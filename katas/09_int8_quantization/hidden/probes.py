@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from katas.common.models import MLPSpec, build_mlp
-from katas.common.npu import canonical_name
+from katas.common.naming import target_name
 from katas.common.pt2e import (
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,
@@ -294,12 +294,9 @@ def spec_converted(recipe: str | MLPSpec, share_add: bool = True, weights: str =
 # --- describing graphs ------------------------------------------------------------------------------------
 
 def _target_text(node: torch.fx.Node) -> str:
-    target = node.target
-    if isinstance(target, torch._ops.OpOverloadPacket):
-        return f"{target}.default"  # torch.ops.kata.int8_linear called as a packet runs its default overload
-    if isinstance(target, (torch._ops.OpOverload, str)):
-        return str(target)
-    return getattr(target, "__name__", type(target).__name__)
+    if isinstance(node.target, torch._ops.OpOverloadPacket):
+        return f"{node.target}.default"  # torch.ops.kata.int8_linear called as a packet runs its default overload
+    return target_name(node.target)
 
 
 def describe_spec(spec: Any) -> dict | None:
@@ -324,7 +321,7 @@ def describe_annotations(gm: torch.fx.GraphModule) -> list[dict]:
         if node.op != "call_function":
             continue
         annotation = node.meta.get("quantization_annotation")
-        entry = {"name": node.name, "target": _target_text(node), "canonical": canonical_name(node.target),
+        entry = {"name": node.name, "target": _target_text(node),
                  "users": [u.name for u in node.users], "annotated": annotation is not None,
                  "tensor_args": [isinstance(a, torch.fx.Node) for a in node.args],
                  "inputs": {}, "output": None}

@@ -82,11 +82,10 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
         raise ValueError(f"no sample model {model!r}; kata 9 draws {', '.join(probes.ZOO)}")
     panels = []
     for recipe in [model] if model else MODELS:
-        before = picture_or_failure(lambda: picture_of(_quantized(reference, recipe), "quantize_for_npu()",
-                                                       kind_of=_kind))
-        sides = [picture_or_failure(lambda module=module: picture_of(_lowered(module, recipe), "lower_to_npu_int8()",
-                                                                     kind_of=_kind))
-                 for module in (attempt, reference)]
-        panels.append(Panel(f"`{recipe}`: {probes.ZOO[recipe].text}", sides[0], sides[1],
-                            before if not isinstance(before, str) else None))
+        converted = _quantized(reference, recipe)
+        before = picture_of(converted, "quantize_for_npu()", kind_of=_kind)  # drawn before the lowering rewrites it
+        with quiet():
+            theirs = picture_of(reference.lower_to_npu_int8(converted), "lower_to_npu_int8()", kind_of=_kind)
+        mine = picture_or_failure(lambda: picture_of(_lowered(attempt, recipe), "lower_to_npu_int8()", kind_of=_kind))
+        panels.append(Panel(f"`{recipe}`: {probes.ZOO[recipe].text}", mine, theirs, before))
     return panels

@@ -1,25 +1,22 @@
 """Mistake: exported without dynamic shapes: the quantized model takes only the example's batch size."""
 
+import torch
+
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
 KILLED_BY = ('every_linear_and_add_runs_int8_on_the_npu', 'quantized_model_tracks_eager',
     'random_mlps_run_int8_on_the_npu', 'skewed_weights_keep_their_small_channels')
 
-from torch import export as _export  # noqa: E402
-
-_real_export = _export.export
-
 
 def quantize_for_npu(model, example_inputs, calibration_batches):
-    import torch
-
-    exported = _real_export(model.eval(), tuple(example_inputs))
+    size = example_inputs[0].shape[0]
+    exported = torch.export.export(model.eval(), tuple(example_inputs))
     prepared = _ref.prepare_pt2e(exported.module(), _ref.NPUQuantizer())
     with torch.no_grad():
-        for batch in calibration_batches:
-            for start in range(0, batch[0].shape[0] - example_inputs[0].shape[0] + 1, example_inputs[0].shape[0]):
-                prepared(*(t[start:start + example_inputs[0].shape[0]] for t in batch))
+        for batch in calibration_batches:  # in slices of the one batch size the static export takes
+            for start in range(0, batch[0].shape[0] - size + 1, size):
+                prepared(*(t[start:start + size] for t in batch))
     return _ref.convert_pt2e(prepared)
 
 
