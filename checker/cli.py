@@ -190,6 +190,17 @@ def warm_launcher(*, wait: bool):
         return None
 
 
+def _warm_or_start_one():
+    """The learner's warm server for a one-off sample (`diff`, `graph`), or None: this one then starts cold and a
+    server starts in the background for the runs after it."""
+    launcher = warm_launcher(wait=False)
+    if launcher is None:
+        from checker.warm import start_in_background
+
+        start_in_background()
+    return launcher
+
+
 def _score(kata, attempt: Path, args: argparse.Namespace):
     """One interactive run of `attempt`, recorded in the progress file when it is the learner's own file and
     every check ran. UsageError when --check names no check of the kata."""
@@ -338,7 +349,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.flush()
     print()
-    sample = run_sample(kata, attempt, args.time_limit)
+    sample = run_sample(kata, attempt, args.time_limit, launcher=_warm_or_start_one())
     if isinstance(sample, str):
         print(f"({sample})")
         return 0
@@ -366,7 +377,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
     attempt = args.attempt or kata.stub_path
     if not attempt.is_file():
         raise UsageError(f"{attempt}: no such file")
-    panels = run_pictures(kata, attempt, args.time_limit, capture=args.capture, model=args.model)
+    panels = run_pictures(kata, attempt, args.time_limit, capture=args.capture, model=args.model,
+                          launcher=_warm_or_start_one())
     if isinstance(panels, str):
         raise UsageError(panels)
     out = args.out or graph_page_path(kata)

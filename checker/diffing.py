@@ -15,10 +15,14 @@ import tempfile
 import textwrap
 from itertools import zip_longest
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from checker.manifest import Kata
 from checker.report import _Style, display_path
 from checker.runner import _EventReader, _child_env, _describe_exit, _kill_group, _parse_events
+
+if TYPE_CHECKING:
+    from checker.warm import WarmLauncher
 
 SAMPLE_FILE = Path("hidden") / "sample.py"
 DEFAULT_SAMPLE_TIME_LIMIT = 60.0
@@ -48,21 +52,24 @@ def source_diff(attempt: Path, reference: Path, *, colour: bool) -> str:
     return "\n".join(out)
 
 
-def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None) -> tuple[str, str] | str:
-    """(attempt column, reference column) from the kata's hook, or a one-line reason there are none."""
-    found = _sample_child(kata, attempt, time_limit, [])
+def run_sample(kata: Kata, attempt: Path, time_limit: float | None = None, *,
+               launcher: "WarmLauncher | None" = None) -> tuple[str, str] | str:
+    """(attempt column, reference column) from the kata's hook, or a one-line reason there are none. With a
+    `launcher`, a warm server forks the sample process (checker/warm.py); else, or if it cannot, it starts cold."""
+    found = _sample_child(kata, attempt, time_limit, [], launcher)
     if isinstance(found, str):
         return found
     return str(found.get("attempt", "")), str(found.get("reference", ""))
 
 
 def run_pictures(kata: Kata, attempt: Path, time_limit: float | None = None, *, capture: str | None = None,
-                 model: str | None = None) -> list | str:
-    """The kata's graph pictures (checker.pictures Panels) for `attempt` and the reference, or why there are none."""
+                 model: str | None = None, launcher: "WarmLauncher | None" = None) -> list | str:
+    """The kata's graph pictures (checker.pictures Panels) for `attempt` and the reference, or why there are none
+    (`launcher` as for run_sample)."""
     from checker.pictures import panels_from_data
 
     extra = ["--pictures"] + (["--capture", capture] if capture else []) + (["--model", model] if model else [])
-    found = _sample_child(kata, attempt, time_limit, extra)
+    found = _sample_child(kata, attempt, time_limit, extra, launcher)
     if isinstance(found, str):
         return found
     if "error" in found:
@@ -70,8 +77,11 @@ def run_pictures(kata: Kata, attempt: Path, time_limit: float | None = None, *, 
     return panels_from_data(found["panels"])
 
 
-def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: list[str]) -> dict | str:
+def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: list[str],
+                  launcher: "WarmLauncher | None" = None) -> dict | str:
     """Run the kata's sample hook in a child process under a time limit: its event, or a one-line reason."""
+    from checker.warm import WarmUnavailable
+
     hooks = [kata.folder / SAMPLE_FILE, kata.checks_path]
     if not any(h.is_file() for h in hooks):
         return f"kata {kata.number} has no sample model to show"
@@ -79,15 +89,23 @@ def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: li
     with tempfile.TemporaryDirectory(prefix="fx-katas-diff-") as tmp:
         output_path = Path(tmp) / "output.txt"
         read_fd, write_fd = os.pipe()
-        cmd = [sys.executable, "-m", "checker.sample_child", "--attempt", str(attempt.resolve()),
-               "--reference", str(kata.solution_path), "--module-name", Path(kata.module).stem,
-               "--results-fd", str(write_fd), *extra]
+        argv = ["--attempt", str(attempt.resolve()), "--reference", str(kata.solution_path),
+                "--module-name", Path(kata.module).stem, *extra]
         for hook in hooks:
-            cmd += ["--hook", str(hook)]
+            argv += ["--hook", str(hook)]
         with open(output_path, "wb") as output:
+            proc = None
             try:
-                proc = subprocess.Popen(cmd, cwd=tmp, env=_child_env(), stdin=subprocess.DEVNULL, stdout=output,
-                                        stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
+                if launcher is not None:
+                    try:
+                        proc = launcher.start(argv, _child_env(), Path(tmp), output.fileno(), write_fd, program="sample")
+                    except WarmUnavailable:
+                        proc = None
+                if proc is None:
+                    proc = subprocess.Popen([sys.executable, "-m", "checker.sample_child", *argv,
+                                             "--results-fd", str(write_fd)],
+                                            cwd=tmp, env=_child_env(), stdin=subprocess.DEVNULL, stdout=output,
+                                            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
             finally:
                 os.close(write_fd)
             reader = _EventReader(read_fd)

@@ -44,6 +44,9 @@ from typing import Callable
 from checker.manifest import REPO_ROOT
 
 PROTOCOL = 1
+# What a run request may ask the server to fork: the checks process of `checker kata` and friends, or the
+# sample process behind `make diff` / `make graph` (it imports the attempt itself: it shows, it does not score).
+PROGRAMS = {"checks": "checker.child", "sample": "checker.sample_child"}
 DEFAULT_IDLE_SECONDS = 900.0
 READY_TIMEOUT_S = 90.0  # a server warms up in 3-6 s; far more means it is stuck
 REPLY_TIMEOUT_S = 15.0
@@ -193,6 +196,8 @@ def _warm_imports() -> float:
 
     import checker.child  # noqa: F401
     import checker.graph_wire  # noqa: F401
+    import checker.pictures  # noqa: F401 - what `make graph`'s sample process draws with
+    import checker.sample_child  # noqa: F401
     import checker.kit  # noqa: F401
     import checker.remote  # noqa: F401
     import checker.worker  # noqa: F401
@@ -328,6 +333,8 @@ class Server:
                                             "changed; it stops now"})
                 elif len(fds) != 2:
                     _send(conn, {"refused": "a run needs its results pipe and output file"})
+                elif request.get("program", "checks") not in PROGRAMS:
+                    _send(conn, {"refused": f"unknown program {request.get('program')!r}"})
                 else:
                     self._fork_run(conn, request, fds)
                     return
@@ -357,7 +364,7 @@ class Server:
             code = 1
             try:
                 conn.close()  # the client's connection stays with the server
-                self._become_checks_process(request, results_fd, output_fd)
+                self._become_run_process(request, results_fd, output_fd)
             finally:
                 os._exit(code)
         self.count += 1
@@ -372,8 +379,9 @@ class Server:
         self.runs[pid] = run
         self.selector.register(conn, selectors.EVENT_READ, run)
 
-    def _become_checks_process(self, request: dict, results_fd: int, output_fd: int) -> None:
-        """In the forked child: turn into the process `python -m checker.child ARGS` would be, and run it."""
+    def _become_run_process(self, request: dict, results_fd: int, output_fd: int) -> None:
+        """In the forked child: turn into the process `python -m checker.child ARGS` would be (or
+        `checker.sample_child`, as the request's program says), and run it."""
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
@@ -396,9 +404,13 @@ class Server:
         os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
         for key, value in _SET_BY_IMPORTS.items():
             os.environ.setdefault(key, value)
-        from checker.child import exit_without_teardown, main
+        import importlib
 
-        sys.argv = ["checker.child", *request["argv"]]
+        from checker.child import exit_without_teardown
+
+        module = PROGRAMS[request.get("program", "checks")]
+        sys.argv = [module, *request["argv"]]
+        main = importlib.import_module(module).main
         exit_without_teardown(main([*map(str, request["argv"]), "--results-fd", str(results_fd)]))
 
     def _reap(self) -> None:
@@ -579,15 +591,17 @@ class WarmLauncher:
         self.description = description
         self.broken: str | None = None  # why the last start failed; later runs of this launcher go cold
 
-    def start(self, argv: list[str], env: dict[str, str], cwd: Path, output_fd: int, results_fd: int) -> WarmChild:
-        """Fork a checks process running `python -m checker.child ARGV` (without --results-fd) in the server.
-        WarmUnavailable when the server cannot start it; the caller then starts it cold."""
+    def start(self, argv: list[str], env: dict[str, str], cwd: Path, output_fd: int, results_fd: int,
+              program: str = "checks") -> WarmChild:
+        """Fork a process running `python -m checker.child ARGV` (without --results-fd) in the server, or
+        `checker.sample_child` for program "sample" (PROGRAMS). WarmUnavailable when the server cannot start it;
+        the caller then starts it cold."""
         if self.broken:
             raise WarmUnavailable(self.broken)
         try:
             conn = self._connect()
             conn.settimeout(REPLY_TIMEOUT_S)
-            _send_request(conn, {"op": "run", "argv": argv, "env": env, "cwd": str(cwd),
+            _send_request(conn, {"op": "run", "program": program, "argv": argv, "env": env, "cwd": str(cwd),
                                  "fingerprint": self.fingerprint}, (results_fd, output_fd))
             reply = _recv_frame(conn)
         except (OSError, EOFError, ValueError) as exc:

@@ -52,6 +52,64 @@ def test_remembered_cia_ops_give_the_graphs_torchs_own_walk_gives():
     assert remembered == walked
 
 
+
+# --- katas.common.capture.override_cia_decompositions_quickly: the same kernels, written directly -----------------
+
+def _decomposition_cases():
+    import torch
+
+    from katas.common.models import LayerSpec, MLPSpec, build_mlp, example_input, wrap_model
+
+    spec = MLPSpec(4, (LayerSpec(5, True, "gelu", "residual"), LayerSpec(3, False, "layer_norm")), batch_shape=(2, 3))
+    keep_linear = torch.export.default_decompositions()
+    del keep_linear[torch.ops.aten.linear.default]  # kata 8's way: decompose all but what the NPU runs
+    return [(build_mlp(spec), (example_input(spec),), None, None),
+            (wrap_model(build_mlp(spec), "custom_op", 4), (example_input(spec),), None, None),
+            (build_mlp(spec), (example_input(spec),), ({0: torch.export.Dim("batch")},), None),
+            (build_mlp(spec), (example_input(spec),), None, keep_linear),
+            (build_mlp(spec), (example_input(spec),), None, {})]
+
+
+def _python_kernel_tables() -> dict:
+    """Every op's Python kernels and fake-tensor rules: what the override changes while it lasts."""
+    import torch.export.exported_program as exported_program
+    from torch._subclasses.fake_impls import op_implementations_dict
+
+    return {"kernels": {op: dict(op.py_kernels) for op in exported_program._collect_all_valid_cia_ops()},
+            "fake rules": dict(op_implementations_dict)}
+
+
+def test_the_quick_composite_override_gives_torchs_graphs_and_leaves_torchs_tables():
+    import torch
+    import torch.export.exported_program as exported_program
+
+    from katas.common.capture import override_cia_decompositions_quickly
+
+    override_cia_decompositions_quickly()
+    quick = exported_program._override_composite_implicit_decomp
+    assert quick.overrides_quickly
+
+    def decomposed(model, inputs, dynamic_shapes, table):
+        exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
+        program = exported.run_decompositions() if table is None else exported.run_decompositions(dict(table))
+        return program.graph_module.code, str(program.graph_signature), program.module()(*inputs)
+
+    before = _python_kernel_tables()
+    fast = [decomposed(*case) for case in _decomposition_cases()]
+    after_fast = _python_kernel_tables()
+    exported_program._override_composite_implicit_decomp = quick.torchs
+    try:
+        slow = [decomposed(*case) for case in _decomposition_cases()]
+        after_torchs = _python_kernel_tables()
+    finally:
+        exported_program._override_composite_implicit_decomp = quick
+    assert [(code, signature) for code, signature, _ in fast] == [(code, signature) for code, signature, _ in slow]
+    for (_, _, fast_out), (_, _, slow_out) in zip(fast, slow):
+        torch.testing.assert_close(fast_out, slow_out)
+    assert after_fast == after_torchs, "the quick override left torch's kernel tables otherwise than torch's does"
+    assert set(before["kernels"]) == set(after_fast["kernels"])
+
+
 def test_registering_a_composite_op_makes_the_next_call_walk_again():
     import torch
 

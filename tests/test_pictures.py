@@ -65,9 +65,22 @@ def drawn(page: str) -> _Svg:
     return parser
 
 
+_LAUNCHER = None
+
+
+@pytest.fixture(autouse=True)
+def samples_forked_warm(warm_launcher):
+    """The sample processes of these tests are forked by the session's warm server, as `make graph` does
+    while a server runs (tests/test_warm.py compares a warm sample with a cold one)."""
+    global _LAUNCHER
+    _LAUNCHER = warm_launcher
+    yield
+    _LAUNCHER = None
+
+
 def pictures(number: int, attempt: Path | None = None, **options) -> list:
     kata = get_kata(number)
-    panels = run_pictures(kata, attempt or kata.solution_path, **options)
+    panels = run_pictures(kata, attempt or kata.solution_path, launcher=_LAUNCHER, **options)
     assert not isinstance(panels, str), panels
     return panels
 

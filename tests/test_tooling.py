@@ -327,9 +327,9 @@ def test_diff_of_kata_1_shows_each_captures_dialect_side_by_side(repo):
     assert any(line.startswith("symbolic_trace") for line in proc.stdout.splitlines())
 
 
-def test_diff_sample_of_kata_2_lists_each_finders_breaks_and_counts_each_fixs_graphs():
+def test_diff_sample_of_kata_2_lists_each_finders_breaks_and_counts_each_fixs_graphs(warm_launcher):
     mutant = REPO_ROOT / "tests" / "mutants" / "02_graph_breaks" / "fix_keeps_item.py"
-    sample = run_sample(get_kata(2), mutant)
+    sample = run_sample(get_kata(2), mutant, launcher=warm_launcher)
     assert isinstance(sample, tuple), sample
     mine, theirs = sample
     for side in (mine, theirs):
@@ -337,9 +337,9 @@ def test_diff_sample_of_kata_2_lists_each_finders_breaks_and_counts_each_fixs_gr
     assert "scale_by_peak: 2 graphs" in mine and "scale_by_peak: 1 graph," in theirs
 
 
-def test_diff_sample_of_kata_3_shows_the_single_user_guard_in_both_dialects():
+def test_diff_sample_of_kata_3_shows_the_single_user_guard_in_both_dialects(warm_launcher):
     mutant = REPO_ROOT / "tests" / "mutants" / "03_fusion_guard" / "no_guard_rewires_all_readers.py"
-    sample = run_sample(get_kata(3), mutant)
+    sample = run_sample(get_kata(3), mutant, launcher=warm_launcher)
     assert isinstance(sample, tuple), sample
     mine, theirs = sample
     for dialect in ("MODULE", "CORE_ATEN"):
@@ -348,9 +348,9 @@ def test_diff_sample_of_kata_3_shows_the_single_user_guard_in_both_dialects():
     assert theirs.count("returned 1") == 2 and "NO" not in theirs and theirs.count("kernel ran 1x") == 2, theirs
 
 
-def test_diff_sample_of_kata_6_shows_where_predictions_part_from_dynamo_and_which_bucket_each_batch_used():
+def test_diff_sample_of_kata_6_shows_where_predictions_part_from_dynamo_and_which_bucket_each_batch_used(warm_launcher):
     mutant = REPO_ROOT / "tests" / "mutants" / "06_recompiles" / "every_new_shape_compiles.py"
-    sample = run_sample(get_kata(6), mutant)
+    sample = run_sample(get_kata(6), mutant, launcher=warm_launcher)
     assert isinstance(sample, tuple), sample
     mine, theirs = sample
     assert "Dynamo: compile (x.0 symbolic)" in mine and "Dynamo:" not in theirs, mine
@@ -359,9 +359,9 @@ def test_diff_sample_of_kata_6_shows_where_predictions_part_from_dynamo_and_whic
         assert "batch  3: NPU, 4 rows uploaded" in side and "batch 11: CPU" in side and "fallbacks = 1" in side, side
 
 
-def test_diff_sample_of_kata_7_shows_each_rewrite_and_the_fused_ops_a_training_step_ran():
+def test_diff_sample_of_kata_7_shows_each_rewrite_and_the_fused_ops_a_training_step_ran(warm_launcher):
     mutant = REPO_ROOT / "tests" / "mutants" / "07_custom_ops" / "rewriter_without_grad_mode_filter.py"
-    sample = run_sample(get_kata(7), mutant)
+    sample = run_sample(get_kata(7), mutant, launcher=warm_launcher)
     assert isinstance(sample, tuple), sample
     mine, theirs = sample
     assert "grad frozen_pair: fuse_with_rewriter returned 1" in mine, mine
@@ -372,9 +372,9 @@ def test_diff_sample_of_kata_7_shows_each_rewrite_and_the_fused_ops_a_training_s
         assert "forward ran linear_gelu 1x, aten.gelu 0x; backward ran linear_gelu_backward 1x" in side, side
 
 
-def test_diff_sample_of_kata_9_shows_the_int8_ops_with_their_scales_and_what_stayed_float():
+def test_diff_sample_of_kata_9_shows_the_int8_ops_with_their_scales_and_what_stayed_float(warm_launcher):
     mutant = REPO_ROOT / "tests" / "mutants" / "09_int8_quantization" / "lowers_only_linears.py"
-    sample = run_sample(get_kata(9), mutant)
+    sample = run_sample(get_kata(9), mutant, launcher=warm_launcher)
     assert isinstance(sample, tuple), sample
     mine, theirs = sample
     assert "int8_add(" in theirs and "int8_add(" not in mine, (mine, theirs)

@@ -20,8 +20,8 @@ import pytest
 
 from checker.manifest import REPO_ROOT, get_kata
 from checker.runner import run_kata
-from checker.warm import (PrivateServer, WarmUnavailable, _alive, learner_launcher, server_status, socket_path,
-                          stop_server)
+from checker.warm import (PrivateServer, WarmLauncher, WarmUnavailable, _alive, learner_launcher, server_status,
+                          socket_path, stop_server)
 from conftest import ATTEMPTS_DIR
 
 KATA2 = get_kata(2)
@@ -158,3 +158,22 @@ def test_time_limits_crashes_and_a_client_that_leaves_end_the_run_and_its_proces
     child.conn.close()
     assert _gone(child.pid), "the run outlived the client that asked for it"
     os.close(read_fd)
+
+
+def test_a_sample_forked_by_the_server_shows_what_a_cold_one_shows_and_keeps_its_time_limit(warm_launcher):
+    """`make diff` / `make graph` ask the server to fork their sample process (program "sample")."""
+    from checker.diffing import run_sample
+
+    mutant = REPO_ROOT / "tests" / "mutants" / "03_fusion_guard" / "no_guard_rewires_all_readers.py"
+    assert run_sample(get_kata(3), mutant, launcher=warm_launcher) == run_sample(get_kata(3), mutant)
+    looping = run_sample(get_kata(1), ATTEMPTS_DIR / "infinite_loop.py", time_limit=3, launcher=warm_launcher)
+    assert looping == "the sample did not finish within 3 s (a loop that never ends in your code?)", looping
+    read_fd, write_fd = os.pipe()
+    try:
+        # a launcher of its own: a refused start marks its launcher broken, and the session's must stay warm
+        launcher = WarmLauncher(warm_launcher._connect, warm_launcher.fingerprint, "the session's private server")
+        with pytest.raises(WarmUnavailable, match="unknown program 'shell'"):
+            launcher.start([], {}, REPO_ROOT, write_fd, write_fd, program="shell")
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
