@@ -10,7 +10,7 @@ run's folder, environment, output file and results pipe. That child loads the ka
 reference, and its worker imports the attempt, so every edit is seen and nothing of one run reaches the next.
 
 Two kinds of server speak one protocol:
-- the learner's per-user server (`checker kata`, `watch`, `all`, `diff`), at a socket in a folder only this user
+- the learner's per-user server (`checker kata`, `watch`, `all`, `diff`, `graph`), at a socket in a folder only this user
   can open. The first run that finds none starts it; it ends after `idle_seconds()` without a run, on
   `python -m checker warm stop`, or at the first request after the code it imported changed;
 - a private server (`checker grade`), reached over a socket pair only the grading process holds, and ended
@@ -20,7 +20,8 @@ Anything wrong on the way to a warm start (no fork, no server, a server that doe
 by an attempt's code) means a cold start, with the same results (tests/test_warm.py compares them).
 
 Protocol: the client sends one byte (carrying file descriptors for a run) and then a frame, a 4-byte length and
-JSON. `run` -> {"pid"} once the child is forked, then {"exit": returncode} once it has been reaped;
+JSON. `run` -> {"pid"} once the child is forked, then {"exit": returncode} once it has been reaped; its "program"
+is "checks" (checker/child.py) or "sample" (checker/sample_child.py, for `diff` and `graph`);
 `status` -> the server's facts; `stop` -> {"stopping": true}.
 """
 from __future__ import annotations
