@@ -93,18 +93,19 @@ def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: li
                 "--module-name", Path(kata.module).stem, *extra]
         for hook in hooks:
             argv += ["--hook", str(hook)]
+        env = _child_env()
         with open(output_path, "wb") as output:
             proc = None
             try:
                 if launcher is not None:
                     try:
-                        proc = launcher.start(argv, _child_env(), Path(tmp), output.fileno(), write_fd, program="sample")
+                        proc = launcher.start(argv, env, Path(tmp), output.fileno(), write_fd, program="sample")
                     except WarmUnavailable:
                         proc = None
                 if proc is None:
                     proc = subprocess.Popen([sys.executable, "-m", "checker.sample_child", *argv,
                                              "--results-fd", str(write_fd)],
-                                            cwd=tmp, env=_child_env(), stdin=subprocess.DEVNULL, stdout=output,
+                                            cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
                                             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
             finally:
                 os.close(write_fd)

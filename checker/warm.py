@@ -10,8 +10,8 @@ run's folder, environment, output file and results pipe. That child loads the ka
 reference, and its worker imports the attempt, so every edit is seen and nothing of one run reaches the next.
 
 Two kinds of server speak one protocol:
-- the learner's per-user server (`checker kata`, `watch`, `all`, `diff`, `graph`), at a socket in a folder only this user
-  can open. The first run that finds none starts it; it ends after `idle_seconds()` without a run, on
+- the learner's per-user server (`checker kata`, `watch`, `all`, `diff`, `graph`), at a socket in a folder only
+  this user can open. The first run that finds none starts it; it ends after `idle_seconds()` without a run, on
   `python -m checker warm stop`, or at the first request after the code it imported changed;
 - a private server (`checker grade`), reached over a socket pair only the grading process holds, and ended
   with it: no attempt graded earlier can put its own server in its place.
