@@ -190,15 +190,13 @@ def warm_launcher(*, wait: bool):
         return None
 
 
-def _warm_or_start_one():
-    """The learner's warm server for a one-off sample (`diff`, `graph`), or None: this one then starts cold and a
-    server starts in the background for the runs after it."""
-    launcher = warm_launcher(wait=False)
+def start_server_after_a_cold_run(launcher) -> None:
+    """After a run that had no warm server (`launcher` None), start one in the background for the runs after it:
+    after, not before, so its warming up does not compete with the cold run for the cores."""
     if launcher is None:
         from checker.warm import start_in_background
 
         start_in_background()
-    return launcher
 
 
 def _score(kata, attempt: Path, args: argparse.Namespace):
@@ -210,10 +208,7 @@ def _score(kata, attempt: Path, args: argparse.Namespace):
     launcher = warm_launcher(wait=False)
     result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
                       profile=args.profile, shards=interactive_shards(), launcher=launcher)
-    if launcher is None:  # the first run of a session: this one started cold, the next ones will not
-        from checker.warm import start_in_background
-
-        start_in_background()
+    start_server_after_a_cold_run(launcher)  # the first run of a session started cold; the next ones will not
     if args.check and not result.checks:
         raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)")
     if own_file and not args.check:
@@ -349,7 +344,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.flush()
     print()
-    sample = run_sample(kata, attempt, args.time_limit, launcher=_warm_or_start_one())
+    launcher = warm_launcher(wait=False)
+    sample = run_sample(kata, attempt, args.time_limit, launcher=launcher)
+    start_server_after_a_cold_run(launcher)
     if isinstance(sample, str):
         print(f"({sample})")
         return 0
@@ -377,8 +374,9 @@ def cmd_graph(args: argparse.Namespace) -> int:
     attempt = args.attempt or kata.stub_path
     if not attempt.is_file():
         raise UsageError(f"{attempt}: no such file")
-    panels = run_pictures(kata, attempt, args.time_limit, capture=args.capture, model=args.model,
-                          launcher=_warm_or_start_one())
+    launcher = warm_launcher(wait=False)
+    panels = run_pictures(kata, attempt, args.time_limit, capture=args.capture, model=args.model, launcher=launcher)
+    start_server_after_a_cold_run(launcher)
     if isinstance(panels, str):
         raise UsageError(panels)
     out = args.out or graph_page_path(kata)

@@ -10,7 +10,6 @@ import difflib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import textwrap
 from itertools import zip_longest
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from checker.manifest import Kata
 from checker.report import _Style, display_path
-from checker.runner import _EventReader, _child_env, _describe_exit, _kill_group, _parse_events
+from checker.runner import _EventReader, _child_env, _describe_exit, _kill_group, _parse_events, start_child
 
 if TYPE_CHECKING:
     from checker.warm import WarmLauncher
@@ -80,8 +79,6 @@ def run_pictures(kata: Kata, attempt: Path, time_limit: float | None = None, *, 
 def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: list[str],
                   launcher: "WarmLauncher | None" = None) -> dict | str:
     """Run the kata's sample hook in a child process under a time limit: its event, or a one-line reason."""
-    from checker.warm import WarmUnavailable
-
     hooks = [kata.folder / SAMPLE_FILE, kata.checks_path]
     if not any(h.is_file() for h in hooks):
         return f"kata {kata.number} has no sample model to show"
@@ -93,20 +90,9 @@ def _sample_child(kata: Kata, attempt: Path, time_limit: float | None, extra: li
                 "--module-name", Path(kata.module).stem, *extra]
         for hook in hooks:
             argv += ["--hook", str(hook)]
-        env = _child_env()
         with open(output_path, "wb") as output:
-            proc = None
             try:
-                if launcher is not None:
-                    try:
-                        proc = launcher.start(argv, env, Path(tmp), output.fileno(), write_fd, program="sample")
-                    except WarmUnavailable:
-                        proc = None
-                if proc is None:
-                    proc = subprocess.Popen([sys.executable, "-m", "checker.sample_child", *argv,
-                                             "--results-fd", str(write_fd)],
-                                            cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
+                proc = start_child("sample", argv, _child_env(), Path(tmp), output, write_fd, launcher)
             finally:
                 os.close(write_fd)
             reader = _EventReader(read_fd)

@@ -168,12 +168,26 @@ class _Shard:
         return any(e.get("event") == "done" for e in self.events)
 
 
+def start_child(program: str, argv: list[str], env: dict[str, str], cwd: Path, output, results_fd: int,
+                launcher: "WarmLauncher | None") -> "subprocess.Popen | WarmChild":
+    """Start `python -m <module> ARGV --results-fd FD` for `program` (checker.warm.PROGRAMS: "checks" or "sample"),
+    writing to the open file `output`: forked by the warm server when `launcher` is given and it answers, else a
+    new interpreter. The two are the same process once running."""
+    from checker.warm import PROGRAMS, WarmUnavailable
+
+    if launcher is not None:
+        try:
+            return launcher.start(argv, env, cwd, output.fileno(), results_fd, program=program)
+        except WarmUnavailable:
+            pass
+    return subprocess.Popen([sys.executable, "-m", PROGRAMS[program], *argv, "--results-fd", str(results_fd)],
+                            cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                            start_new_session=True, pass_fds=(results_fd,))
+
+
 def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed: int, only: tuple[str, ...],
            profile: str | None, hidden_root: Path | None, launcher: "WarmLauncher | None") -> _Shard:
-    """Start one checks process: forked by the warm server when `launcher` is given and it answers, else a new
-    interpreter (`python -m checker.child ...`). The two are the same process once running."""
-    from checker.warm import WarmUnavailable
-
+    """Start one checks process (`start_child`)."""
     output_path = tmp / f"output-{index}.txt"
     read_fd, write_fd = os.pipe()
     env = _child_env()
@@ -190,18 +204,10 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
         "--seed", str(seed), "--only", ",".join(only), "--shard", f"{index}/{count}",
         "--claims", str(tmp / "claims"),
     ]
-    asked_at, proc = time.time(), None
+    asked_at = time.time()
     try:
         with open(output_path, "wb") as output, _SPAWN_LOCK:
-            if launcher is not None:
-                try:
-                    proc = launcher.start(argv, env, tmp, output.fileno(), write_fd)
-                except WarmUnavailable:
-                    proc = None
-            if proc is None:
-                proc = subprocess.Popen([sys.executable, "-m", "checker.child", *argv, "--results-fd", str(write_fd)],
-                                        cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                        stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,))
+            proc = start_child("checks", argv, env, tmp, output, write_fd, launcher)
             _RUNNING.add(proc)
     finally:
         os.close(write_fd)

@@ -19,43 +19,8 @@ def test_no_submodule_shadows_a_public_name():
 
 # --- katas.common.capture.remember_cia_ops: run_decompositions() without walking the dispatcher every call ------
 
-def _decomposed_code(model, inputs, dynamic_shapes=None) -> str:
-    import torch
-
-    return torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes).run_decompositions().graph_module.code
-
-
-def test_remembered_cia_ops_give_the_graphs_torchs_own_walk_gives():
-    import torch
-    import torch._export.utils as export_utils
-    import torch.export.decomp_utils as decomp_utils
-    import torch.export.exported_program as exported_program
-
-    from katas.common.capture import remember_cia_ops
-    from katas.common.models import MLPSpec, LayerSpec, build_mlp, example_input, wrap_model
-
-    remember_cia_ops()
-    spec = MLPSpec(4, (LayerSpec(5, True, "gelu", "residual"), LayerSpec(3, False, "layer_norm")), batch_shape=(2, 3))
-    cases = [(build_mlp(spec), (example_input(spec),), None),
-             (wrap_model(build_mlp(spec), "custom_op", 4), (example_input(spec),), None),
-             (build_mlp(spec), (example_input(spec),), ({0: torch.export.Dim("batch")},))]
-    remembered = [_decomposed_code(*case) for case in cases]
-    installed = exported_program._collect_all_valid_cia_ops
-    modules = (export_utils, exported_program, decomp_utils)
-    try:
-        for module in modules:
-            module._collect_all_valid_cia_ops = installed.torch_walk
-        walked = [_decomposed_code(*case) for case in cases]
-    finally:
-        for module in modules:
-            module._collect_all_valid_cia_ops = installed
-    assert remembered == walked
-
-
-
-# --- katas.common.capture.override_cia_decompositions_quickly: the same kernels, written directly -----------------
-
 def _decomposition_cases():
+    """(model, inputs, dynamic_shapes, decomposition table or None for torch's default) for run_decompositions()."""
     import torch
 
     from katas.common.models import LayerSpec, MLPSpec, build_mlp, example_input, wrap_model
@@ -69,6 +34,39 @@ def _decomposition_cases():
             (build_mlp(spec), (example_input(spec),), None, keep_linear),
             (build_mlp(spec), (example_input(spec),), None, {})]
 
+
+def _decomposed(model, inputs, dynamic_shapes, table) -> tuple:
+    """The decomposed program's (graph code, graph signature, outputs on `inputs`)."""
+    import torch
+
+    exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
+    program = exported.run_decompositions() if table is None else exported.run_decompositions(dict(table))
+    return program.graph_module.code, str(program.graph_signature), program.module()(*inputs)
+
+
+def test_remembered_cia_ops_give_the_graphs_torchs_own_walk_gives():
+    import torch._export.utils as export_utils
+    import torch.export.decomp_utils as decomp_utils
+    import torch.export.exported_program as exported_program
+
+    from katas.common.capture import remember_cia_ops
+
+    remember_cia_ops()
+    cases = _decomposition_cases()
+    remembered = [_decomposed(*case)[0] for case in cases]
+    installed = exported_program._collect_all_valid_cia_ops
+    modules = (export_utils, exported_program, decomp_utils)
+    try:
+        for module in modules:
+            module._collect_all_valid_cia_ops = installed.torch_walk
+        walked = [_decomposed(*case)[0] for case in cases]
+    finally:
+        for module in modules:
+            module._collect_all_valid_cia_ops = installed
+    assert remembered == walked
+
+
+# --- katas.common.capture.override_cia_decompositions_quickly: the same kernels, written directly -----------------
 
 def _python_kernel_tables() -> dict:
     """Every op's Python kernels and fake-tensor rules: what the override changes while it lasts."""
@@ -89,17 +87,12 @@ def test_the_quick_composite_override_gives_torchs_graphs_and_leaves_torchs_tabl
     quick = exported_program._override_composite_implicit_decomp
     assert quick.overrides_quickly
 
-    def decomposed(model, inputs, dynamic_shapes, table):
-        exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
-        program = exported.run_decompositions() if table is None else exported.run_decompositions(dict(table))
-        return program.graph_module.code, str(program.graph_signature), program.module()(*inputs)
-
     before = _python_kernel_tables()
-    fast = [decomposed(*case) for case in _decomposition_cases()]
+    fast = [_decomposed(*case) for case in _decomposition_cases()]
     after_fast = _python_kernel_tables()
     exported_program._override_composite_implicit_decomp = quick.torchs
     try:
-        slow = [decomposed(*case) for case in _decomposition_cases()]
+        slow = [_decomposed(*case) for case in _decomposition_cases()]
         after_torchs = _python_kernel_tables()
     finally:
         exported_program._override_composite_implicit_decomp = quick
