@@ -75,7 +75,7 @@ bench: $(STAMP)
 	@$(PY) tests/bench.py $(ARGS)
 
 test: $(STAMP)
-	@tests/setup_browser.sh
+	@tests/setup_system_packages.sh
 	$(PY) -m pytest -n auto --dist worksteal -q $(ARGS)
 
 clean-venv:

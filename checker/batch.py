@@ -22,6 +22,7 @@ from checker.probe import MARKER
 from checker.runner import CheckResult, KataResult, _child_env, installed_torch_version, run_kata, run_many
 
 if TYPE_CHECKING:
+    from checker.sandbox import Sandbox
     from checker.warm import WarmLauncher
 
 PROBE_TIME_LIMIT = 180.0
@@ -33,6 +34,7 @@ class Task:
     attempt: Path | None  # None: the learner has no file for this kata
     label: str = ""       # who the attempt belongs to (grade), for progress lines
     time_limit: float | None = None  # this attempt's, instead of the batch's (an autograder's per-kata limit)
+    sandbox: "Sandbox | None" = None  # where the attempt's worker runs (checker grade; checker/sandbox.py)
 
 
 def probe_plans(katas: list[Kata]) -> dict[str, list | str]:
@@ -113,7 +115,7 @@ def score_all(
     def run(i: int) -> Callable[[], KataResult]:
         task = tasks[i]
         return lambda: run_kata(task.kata, task.attempt, seed=seed, profile=profile, time_limit=task.time_limit or time_limit,
-                                hidden_root=hidden_root, launcher=launcher)
+                                hidden_root=hidden_root, launcher=launcher, sandbox=task.sandbox)
 
     need_plans = sorted({tasks[i].kata for i in waiting}, key=lambda k: k.number)
     jobs_list: list[Callable] = [run(i) for i in runs] + ([lambda: probe_plans(need_plans)] if need_plans else [])

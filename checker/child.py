@@ -152,6 +152,7 @@ def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attemp
     for spec in specs:
         events.emit(event="start", id=spec.id)
         ctx.fuzz_runs.clear()
+        ctx.check_id = spec.id
         started = time.monotonic()
         captured = io.StringIO()
         if worker is not None:
@@ -278,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
 
     worker = Worker(attempt_path, args.module_name)
     try:
+        from checker.sandbox import Sandbox
+
+        sandboxed = Sandbox.from_env()
+        started_early = sandboxed is not None and sandboxed.mode == "namespace"
+        if started_early:  # a fresh interpreter in bubblewrap, not a fork: it imports torch while this one does
+            worker.spawn()
         import torch  # noqa: F401 - imported here so its start-up time is not charged to a check
 
         import katas.common  # noqa: F401 - what the worker needs too: it is forked right after, warm
@@ -287,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
 
         import checker.graph_wire  # noqa: F401
         phase("imports")
-        worker.spawn()  # before the checks and the reference load: the worker gets a copy of nothing of theirs
+        if not started_early:
+            worker.spawn()  # before the checks and the reference load: the worker gets a copy of nothing of theirs
         phase("worker")
         checks_module = load_module(args.checks, "kata_hidden_checks")
         only = {c for c in args.only.split(",") if c}

@@ -12,7 +12,7 @@ from checker.hints import HintError, hint_text
 from checker.kit import DEFAULT_SEED, FUZZ_PROFILES
 from checker.manifest import ManifestError, get_kata, load_katas
 from checker.report import display_path, render_text, use_colour
-from checker.progress import fingerprint, hints_used, record_result
+from checker.progress import examples_folder, fingerprint, hints_used, record_result
 from checker.runner import interactive_shards, run_kata, torch_version_problem
 
 
@@ -129,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--time-limit", type=_positive, default=None, help="seconds per attempt (default: each kata's)")
     grade.add_argument("--kata", type=int, action="append", default=[], metavar="N", help="grade only kata N (repeatable)")
     grade.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    grade.add_argument("--review-reference", action="store_true",
+                       help="reviews also diff each learner's file against the reference (default: against the stub only)")
+    grade.add_argument("--sandbox", choices=("auto", "namespace", "user", "none"), default="auto",
+                       help="where attempts run: the strongest this machine allows (auto, the default), bubblewrap "
+                            "namespaces, an unprivileged user per learner (root only), or none (see README)")
     _add_scoring_options(grade)
 
     warm = sub.add_parser("warm", help="the warm server that starts your runs in a fraction of a second: status, stop, start")
@@ -146,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--no-counterexamples", action="store_true",
                         help="do not show the shrunk random model of a failing random-example check")
     bundle.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip to write (autograder.zip)")
+    bundle.add_argument("--allow-dirty", action="store_true",
+                        help="pack the working tree as it is, uncommitted changes in katas/ and solutions/ included "
+                             "(default: the files committed at HEAD, refusing while katas/ or solutions/ have changes)")
 
     classroom = sub.add_parser("classroom-template", help="mentors: GitHub Classroom autograding files, one test per check")
     classroom.add_argument("--kata", type=int, action="append", default=[], metavar="N",
@@ -207,7 +215,8 @@ def _score(kata, attempt: Path, args: argparse.Namespace):
         remember_pristine(kata)
     launcher = warm_launcher(wait=False)
     result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
-                      profile=args.profile, shards=interactive_shards(), launcher=launcher)
+                      profile=args.profile, shards=interactive_shards(), launcher=launcher,
+                      examples=examples_folder(kata) if own_file else None)
     start_server_after_a_cold_run(launcher)  # the first run of a session started cold; the next ones will not
     if args.check and not result.checks:
         raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)")
@@ -423,10 +432,22 @@ def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
         _check_ids_exist(config, known)
     except BundleError as exc:
         raise UsageError(str(exc)) from None
-    out = build_bundle(args.out, config)
-    size = out.stat().st_size / 1e6
-    print(f"wrote {display_path(out)} ({size:.1f} MB): katas {', '.join(map(str, config.katas))}, results "
+    try:
+        packed = build_bundle(args.out, config, allow_dirty=args.allow_dirty)
+    except BundleError as exc:
+        raise UsageError(str(exc)) from None
+    if packed.from_head and packed.uncommitted:
+        print(f"note: not in the bundle, because they are not committed: {', '.join(packed.uncommitted)}",
+              file=sys.stderr)
+    elif not packed.from_head:
+        what = (f"uncommitted changes are in it: {', '.join(packed.uncommitted)}" if packed.uncommitted
+                else "it has no uncommitted changes" if packed.checkout else "this is not a git checkout")
+        print(f"WARNING: --allow-dirty: the bundle holds the WORKING TREE as it is, not the committed files; {what}. "
+              f"Check the stubs listed below before uploading.", file=sys.stderr)
+    size = packed.path.stat().st_size / 1e6
+    print(f"wrote {display_path(packed.path)} ({size:.1f} MB): katas {', '.join(map(str, config.katas))}, results "
           f"{config.visibility}{', counterexamples hidden' if not config.counterexamples else ''}.\n"
+          f"{packed.describe()}\n"
           f"Upload it as the assignment's autograder (Configure Autograder → Zip file upload). Learners submit their "
           f"kata file(s), their kata folders, or a zip of their clone.")
     return 0
@@ -473,8 +494,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     katas = [get_kata(n) for n in dict.fromkeys(args.kata)] or list(load_katas())
     try:
         print(grade(args.dir, katas, out=args.out, gradescope=args.gradescope, jobs=args.jobs,
-                    time_limit=args.time_limit, seed=args.seed, profile=args.profile, quiet=args.quiet))
-    except GradeError as exc:
+                    time_limit=args.time_limit, seed=args.seed, profile=args.profile, quiet=args.quiet,
+                    sandbox_mode=args.sandbox, review_reference=args.review_reference))
+    except (GradeError, RuntimeError) as exc:
         raise UsageError(str(exc)) from None
     return 0
 

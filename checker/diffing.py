@@ -28,13 +28,19 @@ DEFAULT_SAMPLE_TIME_LIMIT = 60.0
 
 
 def source_diff(attempt: Path, reference: Path, *, colour: bool) -> str:
+    mine = attempt.read_text(encoding="utf-8", errors="replace")
+    theirs = reference.read_text(encoding="utf-8", errors="replace")
+    return text_diff(mine, theirs, f"{display_path(attempt)} (your attempt)", f"{display_path(reference)} (reference)",
+                     colour=colour, same="Your attempt and the reference are the same file, line for line.")
+
+
+def text_diff(old: str, new: str, old_label: str, new_label: str, *, colour: bool, same: str) -> str:
+    """A unified diff of two texts (`same` when they do not differ), coloured like `git diff` when asked."""
     style = _Style(colour)
-    mine = attempt.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-    theirs = reference.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-    lines = list(difflib.unified_diff(mine, theirs, f"{display_path(attempt)} (your attempt)",
-                                      f"{display_path(reference)} (reference)"))
+    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                      old_label, new_label))
     if not lines:
-        return "Your attempt and the reference are the same file, line for line."
+        return same
     out = []
     for line in lines:
         line = line.rstrip("\n")

@@ -8,16 +8,20 @@ setup.sh once when it builds the image, and run_autograder for every submission,
 /autograder/submission. checker/schemas/gradescope-results.schema.json is that page's results format as a
 JSON Schema; the self-tests validate every results.json the checker writes against it.
 
-The bundle carries the hidden checks and the references, which stay on Gradescope's side: a learner sees the
-results only. Grading goes through `checker grade` (checker/grade.py): a private copy of the submission, a
-snapshot of the checks, the trusted-grading boundary, a time limit per kata.
+The bundle is built from the repository as committed (`git archive` of HEAD; --allow-dirty packs the working
+tree), so a mentor's own solved stubs never ship. It carries the hidden checks and the references, which stay on
+Gradescope's side (setup.sh makes them readable by root only): a learner sees the results only. Grading goes
+through `checker grade` (checker/grade.py): a private copy of the submission, a snapshot of the checks, the
+trusted-grading boundary, a time limit per kata.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,16 +45,32 @@ SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu): a virtual environment
 # with the pinned torch CPU wheel and the checker. FX_KATAS_TORCH_INDEX names the index of torch's CPU wheels
 # (empty: the default index, for a machine whose pip is already set up for them).
+# As root it also installs bubblewrap (apt-get, quietly; setup goes on without it) and adds the unprivileged
+# system user fxkatas that attempts can run as (FX_KATAS_SYSTEM_SETUP=0 skips both, on a machine of your own).
+# Last, the references (solutions/) and every katas/*/hidden/ folder are made readable by their owner only.
 set -euo pipefail
 ROOT="${FX_KATAS_AUTOGRADER_ROOT:-/autograder}"
 INDEX="${FX_KATAS_TORCH_INDEX-https://download.pytorch.org/whl/cpu}"
 cd "$ROOT/source"
+if [ "$(id -u)" = 0 ] && [ "${FX_KATAS_SYSTEM_SETUP:-1}" != 0 ]; then
+    if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq bubblewrap >/dev/null 2>&1 \\
+            || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } \\
+            || echo "fx-katas autograder: bubblewrap could not be installed; grading goes on without it"
+    fi
+    if ! id -u fxkatas >/dev/null 2>&1; then
+        useradd --system --no-create-home --shell /usr/sbin/nologin fxkatas >/dev/null 2>&1 \\
+            || echo "fx-katas autograder: could not add the user fxkatas"
+    fi
+fi
 python3 -m venv "$ROOT/venv"
 if [ -n "$INDEX" ]; then
     "$ROOT/venv/bin/pip" install --quiet --extra-index-url "$INDEX" "torch==2.13.0"
 fi
 "$ROOT/venv/bin/pip" install --quiet -e .
 "$ROOT/venv/bin/python" -c "import torch, checker; assert torch.__version__.split('+')[0] == '2.13.0', torch.__version__"
+chmod -R go-rwx "$ROOT/source/solutions" "$ROOT"/source/katas/*/hidden
 echo "fx-katas autograder: ready (torch $("$ROOT/venv/bin/python" -c 'import torch; print(torch.__version__)'))"
 """
 
@@ -97,24 +117,188 @@ class AutograderConfig:
 
 # --- the bundle -------------------------------------------------------------------------------------------------
 
-def build_bundle(out: Path, config: AutograderConfig, *, repo: Path = REPO_ROOT) -> Path:
+MUST_BE_COMMITTED = ("katas", "solutions")  # what learners start from and what grades them
+
+
+@dataclass
+class Packed:
+    """What build_bundle put in the zip, for the mentor to read."""
+
+    path: Path
+    source: str                # "git HEAD <commit>" or "the working tree"
+    files: list[str]           # every file packed from the repository, as paths in the zip
+    uncommitted: list[str] = field(default_factory=list)  # changed or new files under BUNDLED, not committed
+    from_head: bool = True
+    checkout: bool = True      # the repository is a git checkout with a commit
+
+    def stubs(self) -> list[tuple[str, bool]]:
+        """(path, looks like a pristine stub) of every kata's stub in the bundle."""
+        from checker.backups import looks_pristine
+        from checker.manifest import load_katas
+
+        shipped = set(self.files)
+        with zipfile.ZipFile(self.path) as bundle:
+            return [(name, looks_pristine(bundle.read(name))) for name in
+                    (f"katas/{k.slug}/{k.module}" for k in load_katas()) if name in shipped]
+
+    def describe(self) -> str:
+        """Per top folder, how many files (and how many of them hidden checks), then every stub shipped."""
+        lines = [f"packed {len(self.files)} files from {self.source}, plus setup.sh, run_autograder and {CONFIG_NAME}:"]
+        for folder in BUNDLED:
+            inside = [f for f in self.files if f.startswith(folder + "/")]
+            hidden = sum(1 for f in inside if "/hidden/" in f)
+            lines.append(f"  {folder + '/':<11} {len(inside):>4} files"
+                         + (f" ({hidden} of them in {folder}/*/hidden/)" if hidden else ""))
+        single = [f for f in self.files if "/" not in f]
+        if single:
+            lines.append(f"  {', '.join(single)}")
+        stubs = self.stubs()
+        lines.append("the stubs learners start from:")
+        for name, pristine in stubs:
+            lines.append(f"  {name}" + ("" if pristine else "   <- NOT a pristine stub: its functions are implemented"))
+        return "\n".join(lines)
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def git_state(repo: Path) -> tuple[str, str, list[str]] | str:
+    """(commit, the repository's folder inside the checkout, uncommitted paths under BUNDLED), or why `repo` is
+    not a git checkout with a commit. An uncommitted path is a changed, staged, deleted or new (untracked, not
+    ignored) file, relative to `repo`."""
+    head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD")
+    prefix = _git(repo, "rev-parse", "--show-prefix")
+    if head is None or prefix is None:
+        return "git is not installed"
+    if prefix.returncode != 0:
+        return (prefix.stderr.decode(errors="replace").strip().splitlines() or ["not a git checkout"])[-1]
+    if head.returncode != 0:
+        return "the git checkout has no commit yet"
+    where = prefix.stdout.decode().strip()
+    status = _git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                  *BUNDLED, *BUNDLED_FILES)
+    if status is None or status.returncode != 0:
+        return "git status failed: " + (status.stderr.decode(errors="replace").strip() if status else "")
+    entries, changed = status.stdout.decode(errors="replace").split("\0"), []
+    skip = False
+    for entry in entries:
+        if skip or len(entry) < 4:
+            skip = False
+            continue
+        code, path = entry[:2], entry[3:]
+        skip = "R" in code or "C" in code  # a rename or copy: the next entry is its old name
+        if path.startswith(where):
+            changed.append(path[len(where):])
+    return head.stdout.decode().strip(), where, sorted(set(changed))
+
+
+def _named(paths: list[str], most: int = 12) -> str:
+    shown = ", ".join(paths[:most])
+    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
+def build_bundle(out: Path, config: AutograderConfig, *, repo: Path = REPO_ROOT, allow_dirty: bool = False) -> Packed:
     """Write autograder.zip: setup.sh and run_autograder at its root, the config, and the repository's checker,
-    katas (hidden checks included) and references. Returns `out`."""
+    katas (hidden checks included) and references, as committed at HEAD (`git archive`), so that a mentor's own
+    work in the stubs never ships as the learners' stubs.
+
+    Refuses (BundleError) when katas/ or solutions/ have uncommitted changes, naming them, and outside a git
+    checkout; with `allow_dirty` it packs the working tree as it is instead. Uncommitted changes elsewhere
+    (checker/) are left out and listed in `Packed.uncommitted`."""
     out = Path(out)
+    state = git_state(repo)
+    if isinstance(state, str) and not allow_dirty:
+        raise BundleError(f"{repo} is not a git checkout the bundle can be built from ({state}): the bundle is "
+                          f"built from the committed files. Build it in a clone of the repository, or pass "
+                          f"--allow-dirty to pack the files as they are (check first that every katas/*/<module> "
+                          f"is the untouched stub)")
+    uncommitted = [] if isinstance(state, str) else state[2]
+    blocking = [p for p in uncommitted if p.split("/", 1)[0] in MUST_BE_COMMITTED]
+    if blocking and not allow_dirty:
+        raise BundleError(f"katas/ or solutions/ have uncommitted changes, and the bundle is built from the "
+                          f"committed files: {_named(blocking)}. Commit them, put them aside (`git stash`), or "
+                          f"pass --allow-dirty to pack the working tree as it is")
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
         _add(bundle, "setup.sh", SETUP_SH, executable=True)
         _add(bundle, "run_autograder", RUN_AUTOGRADER, executable=True)
         _add(bundle, CONFIG_NAME, json.dumps(asdict(config), indent=2) + "\n")
-        for name in BUNDLED_FILES:
-            if (repo / name).is_file():
-                bundle.write(repo / name, name)
-        for folder in BUNDLED:
-            for path in sorted((repo / folder).rglob("*")):
-                relative = path.relative_to(repo)
-                if path.is_file() and "__pycache__" not in relative.parts and not path.name.startswith(".kata-"):
-                    bundle.write(path, relative.as_posix())
-    return out
+        if allow_dirty:
+            files = _pack_working_tree(bundle, repo)
+            source = "the working tree (--allow-dirty: uncommitted changes included)"
+        else:
+            commit, where, _ = state
+            files = _pack_head(bundle, repo, where)
+            source = f"git HEAD {commit[:10]} (committed files only)"
+        _add_pristine_snapshots(bundle, files)
+    return Packed(out, source, files, uncommitted, from_head=not allow_dirty, checkout=not isinstance(state, str))
+
+
+def _add_pristine_snapshots(bundle: zipfile.ZipFile, files: list[str]) -> None:
+    """Every stub's pristine version as checker.backups keeps it outside a git checkout
+    (.kata-backups/.pristine/<slug>/<module>): the bundle has no git history, and grading kata 5 puts the
+    pristine stub of a kata 3 or 4 the learner did not hand in beside their kata 5 file."""
+    from checker.backups import BackupError, PRISTINE_DIR, looks_pristine, pristine_stub
+    from checker.manifest import load_katas
+
+    for kata in load_katas():
+        name = f"katas/{kata.slug}/{kata.module}"
+        if name not in files:
+            continue
+        try:
+            data = pristine_stub(kata)[0]
+        except (BackupError, OSError):
+            data = bundle.read(name)
+            if not looks_pristine(data):
+                continue
+        _add(bundle, f".kata-backups/{PRISTINE_DIR}/{kata.slug}/{kata.module}", data.decode("utf-8", errors="replace"))
+
+
+def _wanted(relative: str) -> bool:
+    parts = relative.split("/")
+    return (relative in BUNDLED_FILES or (len(parts) > 1 and parts[0] in BUNDLED)) \
+        and "__pycache__" not in parts and not parts[-1].startswith(".kata-")
+
+
+def _pack_working_tree(bundle: zipfile.ZipFile, repo: Path) -> list[str]:
+    files = []
+    for name in BUNDLED_FILES:
+        if (repo / name).is_file():
+            bundle.write(repo / name, name)
+            files.append(name)
+    for folder in BUNDLED:
+        for path in sorted((repo / folder).rglob("*")):
+            relative = path.relative_to(repo).as_posix()
+            if path.is_file() and _wanted(relative):
+                bundle.write(path, relative)
+                files.append(relative)
+    return files
+
+
+def _pack_head(bundle: zipfile.ZipFile, repo: Path, where: str) -> list[str]:
+    """The committed files under BUNDLED, read with `git archive` of HEAD (the repository's own folder of it)."""
+    import tarfile
+
+    archived = _git(repo, "archive", "--format=tar", f"HEAD:{where}")
+    if archived is None or archived.returncode != 0:
+        problem = archived.stderr.decode(errors="replace").strip() if archived else "git did not run"
+        raise BundleError(f"git archive HEAD failed: {problem}")
+    files = []
+    with tarfile.open(fileobj=io.BytesIO(archived.stdout)) as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            name = member.name.removeprefix("./")
+            if not member.isfile() or not _wanted(name):
+                continue
+            info = zipfile.ZipInfo(name, date_time=time.localtime(member.mtime)[:6])
+            info.external_attr = ((0o755 if member.mode & 0o111 else 0o644) | stat.S_IFREG) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            bundle.writestr(info, tar.extractfile(member).read())
+            files.append(name)
+    return files
 
 
 def _add(bundle: zipfile.ZipFile, name: str, text: str, *, executable: bool = False) -> None:

@@ -61,6 +61,7 @@ class Context:
     seed: int = DEFAULT_SEED
     profile: str = "learner"
     fuzz_runs: list[dict] = field(default_factory=list)  # per fuzz() call: examples tried and seconds (for `make bench`)
+    check_id: str = ""  # the check running now: the key its failing examples are kept under (see fuzz)
 
     @property
     def max_examples(self) -> int:
@@ -130,14 +131,15 @@ def fuzz(
 
     state: dict[str, Any] = {"failure": None, "example": None, "not_implemented": None}
     deadline = [None]
+    database = example_database()
 
     @settings(
         max_examples=max_examples or ctx.max_examples,
-        database=None,
+        database=database,
         deadline=None,
         derandomize=False,
         print_blob=False,
-        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        phases=[Phase.explicit, *([Phase.reuse] if database is not None else []), Phase.generate, Phase.shrink],
         suppress_health_check=list(HealthCheck),
     )
     @seed(ctx.seed)
@@ -159,6 +161,8 @@ def fuzz(
                 deadline[0] = time.monotonic() + SHRINK_BUDGET_S
             raise
 
+    # each check's failing examples under a key of its own (Hypothesis keys by the test function: one for all)
+    run._hypothesis_internal_add_digest = f"{ctx.check_id}|{ctx.profile}".encode()
     stats = {"examples": 0, "seconds": 0.0}
     started = time.monotonic()
     try:
@@ -184,6 +188,21 @@ def fuzz(
         f"{headline}\n\nSmallest failing example found:\n{describe(state['example'])}\n"
         f"(replay with --seed {ctx.seed})"
     ) from failure
+
+
+EXAMPLES_ENV = "FX_KATAS_EXAMPLES"  # a folder: the learner's failing examples, replayed first on the next run
+
+
+def example_database() -> Any:
+    """Hypothesis's example database in the folder FX_KATAS_EXAMPLES names (the runner sets it for the learner's
+    own file, never for a grade: there every run is the seed's alone), or None. With it, the smallest failing
+    example of the last run is tried first, so a learner who has not fixed it sees the failure at once."""
+    folder = os.environ.get(EXAMPLES_ENV)
+    if not folder:
+        return None
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    return DirectoryBasedExampleDatabase(folder)
 
 
 def _attempt_location(ctx: Context, exc: BaseException) -> str:

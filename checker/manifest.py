@@ -28,6 +28,9 @@ class Kata:
     module: str
     stages: tuple[str, ...]
     time_limit: float
+    # hidden files the attempt's own process loads (probes; kata 2's hidden suspects, which the attempt's finder
+    # runs on): a grading sandbox shows these to the attempt, read-only, and no other hidden file
+    worker_reads: tuple[str, ...] = ("probes.py",)
 
     @property
     def folder(self) -> Path:
@@ -64,6 +67,7 @@ def _parse_kata(entry: dict, where: str) -> Kata:
             module=str(entry["module"]),
             stages=tuple(entry["stages"]),
             time_limit=float(entry["time_limit"]),
+            worker_reads=tuple(entry.get("worker_reads", ("probes.py",))),
         )
     except KeyError as missing:
         raise ManifestError(f"{where}: missing key {missing}") from None

@@ -178,3 +178,9 @@ def fingerprint(kata: Kata, attempt: Path, seed: int, profile: str | None) -> st
     for path in files:
         _digest(h, path)
     return h.hexdigest()
+
+
+def examples_folder(kata) -> Path:
+    """Where kata `kata`'s fuzz checks keep the learner's failing examples (checker.kit.example_database): beside
+    the progress file, so FX_KATAS_PROGRESS moves both."""
+    return progress_path().parent / ".kata-examples" / kata.slug

@@ -34,10 +34,13 @@ import types
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from checker import wire
 from checker.wire import TAG
+
+if TYPE_CHECKING:
+    from checker.sandbox import Sandbox
 
 DEFAULT_MEMORY_LIMIT_MB = 4096
 MAX_FD_OUTPUT = 16_000  # characters of fd-level output (C extensions, os.write) kept per run
@@ -400,8 +403,9 @@ class _ForkedProcess:
             os.kill(self.pid, signal.SIGKILL)
 
 
-def _fork_worker(sock_fd: int, output_fd: int, cwd: Path) -> _ForkedProcess:
-    """Fork the worker from this (torch-importing, checks-free) process; the child never returns here."""
+def _fork_worker(sock_fd: int, output_fd: int, cwd: Path, sandbox: "Sandbox | None" = None) -> _ForkedProcess:
+    """Fork the worker from this (torch-importing, checks-free) process; the child never returns here.
+    With a sandbox of mode "user", the child becomes the attempt's unprivileged user before it serves."""
     pid = os.fork()
     if pid:
         return _ForkedProcess(pid)
@@ -409,7 +413,7 @@ def _fork_worker(sock_fd: int, output_fd: int, cwd: Path) -> _ForkedProcess:
     try:
         from checker.worker import run_forked
 
-        code = run_forked(sock_fd, output_fd, cwd, memory_limit_mb())
+        code = run_forked(sock_fd, output_fd, cwd, memory_limit_mb(), sandbox)
     finally:
         os._exit(code)
 
@@ -446,14 +450,20 @@ class Worker:
         Where fork() exists the worker is forked from this process once it has imported torch (call this
         before loading the checks or the reference: the worker gets a copy of this process's memory, and
         it should hold nothing but torch and katas.common); elsewhere it is a fresh interpreter."""
+        from checker.sandbox import Sandbox
+
+        sandbox = Sandbox.from_env()  # set by `checker grade` (checker/sandbox.py)
         trusted_end, worker_end = wire.socket_pair()
         read_fd, write_fd = os.pipe()
         try:
-            if hasattr(os, "fork") and "torch" in sys.modules:
-                self.proc = _fork_worker(worker_end.fileno(), write_fd, self.attempt_path.parent)
+            cmd = [sys.executable, "-m", "checker.worker", "--fd", str(worker_end.fileno()),
+                   "--memory-limit-mb", str(memory_limit_mb())]
+            if sandbox is not None and sandbox.mode == "namespace":
+                # bubblewrap needs a program to start: the worker is a fresh interpreter inside it
+                cmd = sandbox.worker_command(cmd, self.attempt_path.parent)
+            if hasattr(os, "fork") and "torch" in sys.modules and (sandbox is None or sandbox.mode != "namespace"):
+                self.proc = _fork_worker(worker_end.fileno(), write_fd, self.attempt_path.parent, sandbox)
             else:
-                cmd = [sys.executable, "-m", "checker.worker", "--fd", str(worker_end.fileno()),
-                       "--memory-limit-mb", str(memory_limit_mb())]
                 self.proc = subprocess.Popen(cmd, pass_fds=(worker_end.fileno(),), stdin=subprocess.DEVNULL,
                                              stdout=write_fd, stderr=write_fd, env=_clean_environment(),
                                              cwd=self.attempt_path.parent)

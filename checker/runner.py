@@ -24,6 +24,7 @@ from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 
 if TYPE_CHECKING:
+    from checker.sandbox import Sandbox
     from checker.warm import WarmChild, WarmLauncher
 
 T = TypeVar("T")
@@ -186,8 +187,9 @@ def start_child(program: str, argv: list[str], env: dict[str, str], cwd: Path, o
 
 
 def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed: int, only: tuple[str, ...],
-           profile: str | None, hidden_root: Path | None, launcher: "WarmLauncher | None") -> _Shard:
-    """Start one checks process (`start_child`)."""
+           profile: str | None, hidden_root: Path | None, launcher: "WarmLauncher | None",
+           sandbox: "Sandbox | None" = None, examples: Path | None = None) -> _Shard:
+    """Start one checks process (`start_child`); it starts the attempt's worker inside `sandbox`, if given."""
     output_path = tmp / f"output-{index}.txt"
     read_fd, write_fd = os.pipe()
     env = _child_env()
@@ -198,6 +200,15 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
         checks = hidden_root / checks.relative_to(REPO_ROOT)
         reference = hidden_root / reference.relative_to(REPO_ROOT)
         env["FX_KATAS_SOLUTIONS_DIR"] = str(hidden_root / "solutions")
+    if examples is not None:
+        from checker.kit import EXAMPLES_ENV
+
+        examples.mkdir(parents=True, exist_ok=True)
+        env[EXAMPLES_ENV] = str(examples)
+    if sandbox is not None:
+        from checker.sandbox import ENV_VAR
+
+        env[ENV_VAR] = sandbox.to_env()
     argv = [
         "--checks", str(checks), "--attempt", str(attempt),
         "--reference", str(reference), "--module-name", Path(kata.module).stem,
@@ -311,6 +322,8 @@ def run_kata(
     shards: int = 1,
     hidden_root: Path | None = None,
     launcher: "WarmLauncher | None" = None,
+    sandbox: "Sandbox | None" = None,
+    examples: Path | None = None,
 ) -> KataResult:
     """Score `attempt` (a file with the kata module's API) against the kata's hidden checks.
 
@@ -319,7 +332,9 @@ def run_kata(
     the split. Callers that already run katas in parallel keep the default of one. `hidden_root`, when given,
     holds a copy of `katas/` and `solutions/` to read the checks and references from (see `snapshot_hidden`).
     `launcher`, when given, has a warm server fork the checks processes (checker/warm.py); a shard it cannot
-    start starts cold. The verdicts are the same either way.
+    start starts cold. The verdicts are the same either way. `sandbox` (checker/sandbox.py, from `checker
+    grade`) confines the attempt's worker. `examples`: a folder where each fuzz check keeps its failing examples
+    and tries them first next time (the learner's own file only; checker.kit.example_database).
     """
     torch_version = installed_torch_version() or "not installed"
     attempt = Path(attempt).resolve()
@@ -333,7 +348,8 @@ def run_kata(
         try:
             for index in range(count):
                 children.append(_spawn(kata, attempt, Path(tmp), index, count, seed=seed, only=only,
-                                       profile=profile, hidden_root=hidden_root, launcher=launcher))
+                                       profile=profile, hidden_root=hidden_root, launcher=launcher,
+                                       sandbox=sandbox, examples=examples))
         finally:
             _wait_all(children, limit)
         for shard in children:

@@ -292,7 +292,7 @@ class Server:
                     pass
         elif key.data == "listener":
             conn, _ = self.listener.accept()
-            self._answer(conn)
+            self._answer(conn, public=True)
         elif key.data == "control":  # a private server's owner hands over one end of a new socket pair
             try:
                 data, fds, _, _ = socket.recv_fds(self.control, 1, 1)
@@ -313,14 +313,19 @@ class Server:
             self.selector.unregister(run.conn)
             _kill_group(run.pid)
 
-    def _answer(self, conn: socket.socket) -> None:
+    def _answer(self, conn: socket.socket, *, public: bool = False) -> None:
+        """Answer one request. `public`: it came through the socket in the user's folder (not from a private
+        server's owner), so a run may only use the checks and references of this repository."""
         self.last_activity = time.monotonic()
         conn.settimeout(REPLY_TIMEOUT_S)
         fds: list[int] = []
         try:
             request, fds = _recv_request(conn)
             op = request.get("op")
-            if op == "status":
+            problem = _peer_problem(conn) if public else ""
+            if problem:  # never serve an attempt: a run it asked for would be a trusted process of its choosing
+                _send(conn, {"refused": problem})
+            elif op == "status":
                 _send(conn, self.status())
             elif op == "stop":
                 self.stopping = True
@@ -336,6 +341,8 @@ class Server:
                     _send(conn, {"refused": "a run needs its results pipe and output file"})
                 elif request.get("program", "checks") not in PROGRAMS:
                     _send(conn, {"refused": f"unknown program {request.get('program')!r}"})
+                elif public and _foreign_code(request.get("argv", [])):
+                    _send(conn, {"refused": _foreign_code(request.get("argv", []))})
                 else:
                     self._fork_run(conn, request, fds)
                     return
@@ -644,6 +651,35 @@ def _connect_path(path: Path, timeout: float = REPLY_TIMEOUT_S) -> socket.socket
         conn.close()
         raise ConnectionRefusedError(problem)
     return conn
+
+
+def _peer_problem(conn: socket.socket) -> str:
+    """Why the process at the other end of `conn` may not ask for runs ("" when it may): it must run as this
+    server's user and must not descend from an attempt (the worker sets no_new_privs, and everything it starts
+    keeps it)."""
+    try:
+        pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError as exc:
+        return f"who is asking cannot be told ({exc})"
+    if uid != os.geteuid():
+        return f"user {uid} may not use this server"
+    if _no_new_privs(pid) and not _no_new_privs(os.getpid()):
+        return "a process started by an attempt's code may not ask the warm server for runs"
+    return ""
+
+
+def _foreign_code(argv: list) -> str:
+    """Why a public run request names code this server will not run ("" when it names none): the checks and
+    references it runs are this repository's own (`--checks`, `--reference`, `--hook`)."""
+    from checker.manifest import KATAS_DIR, SOLUTIONS_DIR, load_katas
+
+    allowed = {kata.checks_path.resolve() for kata in load_katas()} | {kata.solution_path.resolve() for kata in load_katas()}
+    allowed |= {p.resolve() for p in KATAS_DIR.glob("*/hidden/*.py")} | {p.resolve() for p in SOLUTIONS_DIR.glob("*/*.py")}
+    words = [str(a) for a in argv]
+    for flag, value in zip(words, words[1:]):
+        if flag in ("--checks", "--reference", "--hook") and Path(value).resolve() not in allowed:
+            return f"{flag} {value}: not a file of this repository's katas; the warm server runs only its own checks"
+    return ""
 
 
 def _no_new_privs(pid: int) -> bool:

@@ -354,9 +354,10 @@ def load_attempt(request: dict) -> tuple[ModuleType | None, dict]:
     return attempt, hello
 
 
-def run_forked(sock_fd: int, output_fd: int, cwd: Path, memory_limit_mb: int) -> int:
+def run_forked(sock_fd: int, output_fd: int, cwd: Path, memory_limit_mb: int, sandbox: Any = None) -> int:
     """The worker, forked from the checks process right after it imported torch (checker/remote.py): keep
-    only the channel and the output pipe of what that process had open, then serve as `main` does."""
+    only the channel and the output pipe of what that process had open, become the attempt's user when
+    `sandbox` (a checker.sandbox.Sandbox of mode "user") says so, then serve as `main` does."""
     import signal
 
     os.dup2(output_fd, 1)
@@ -378,6 +379,8 @@ def run_forked(sock_fd: int, output_fd: int, cwd: Path, memory_limit_mb: int) ->
     for name in [n for n in os.environ if n.startswith("FX_KATAS_")]:
         del os.environ[name]
     os.chdir(cwd)
+    if sandbox is not None:
+        sandbox.become_attempt_user()
     return serve(socket.socket(fileno=sock_fd), memory_limit_mb)
 
 
@@ -431,6 +434,8 @@ if __name__ == "__main__":
     code = 1
     try:
         code = main()
+    except BaseException:  # the checks process reads this from the worker's output
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -10,6 +10,8 @@
 - `python -m checker all --fresh` with every kata solved, and `make test` (skip with --no-make-test).
 
 `make bench ARGS="--kata 7"` times one kata only (the four ways above, no `checker all`, no `make test`).
+`make bench ARGS="--grade"` times `checker grade` on a class of 20 learners (kata 1, each a reference with a note
+of their own) with every attempt sandboxed, against the same class with `--sandbox none` (issue 32: at most 1.5x).
 
 Targets are ratios to the floor (issue #15), so they mean the same on a slower machine. Not a test: timings
 depend on the machine. Run it after a change that could slow the loop down. It uses a warm server of its own
@@ -42,6 +44,7 @@ FIRST_RATIO_TARGET = 2.0  # the first run of a session: cold, then starts the se
 WARM_RATIO_TARGET = 0.7  # a second `make kata` while the server lives
 WATCH_RATIO_TARGET = 0.5  # `make watch`: save -> verdict
 ALL_TARGET_S = 12.0
+GRADE_SANDBOX_RATIO_TARGET = 1.5  # grading a class in the sandbox, against the same class unsandboxed
 MAKE_TEST_TARGET_S = 180.0
 WARM_DIR = tempfile.mkdtemp(prefix="fxb-", dir="/tmp")  # short: a socket path holds at most 108 bytes
 
@@ -135,13 +138,42 @@ def main() -> int:
     parser.add_argument("--no-make-test", action="store_true", help="skip timing `make test` (it takes minutes)")
     parser.add_argument("--kata", type=int, action="append", metavar="N",
                         help="time only kata N (repeatable); skips `checker all` and `make test`")
+    parser.add_argument("--grade", action="store_true",
+                        help="only time `checker grade` of 20 learners, sandboxed and not (issue 32)")
     args = parser.parse_args()
 
     try:
-        return _bench(args)
+        return _bench_grade() if args.grade else _bench(args)
     finally:
         stop_warm_server()
         shutil.rmtree(WARM_DIR, ignore_errors=True)
+
+
+def _bench_grade(learners: int = 20) -> int:
+    """`checker grade` of one class, with the strongest sandbox and with none; the ratio and what each said."""
+    from checker.manifest import get_kata
+
+    kata = get_kata(1)
+    with tempfile.TemporaryDirectory(prefix="fxb-class-") as folder:
+        source = kata.solution_path.read_text(encoding="utf-8")
+        for i in range(learners):
+            target = Path(folder) / "class" / f"learner{i:02d}" / kata.slug / kata.module
+            target.parent.mkdir(parents=True)
+            target.write_text(source + f"\n# learner {i}\n", encoding="utf-8")
+        times = {}
+        for mode in ("none", "auto"):
+            seconds, proc = timed([sys.executable, "-m", "checker", "grade", f"{folder}/class", "--kata", "1",
+                                   "--out", f"{folder}/grades-{mode}", "--sandbox", mode])
+            times[mode] = seconds
+            said = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+            print(f"grade {learners} learners, --sandbox {mode:<4}: {seconds:6.1f} s  ({said[:110]})")
+            if proc.returncode:
+                print(proc.stderr[-2000:])
+                return 1
+    ratio = times["auto"] / times["none"]
+    print(f"sandboxed / not: {ratio:.2f}x (target <= {GRADE_SANDBOX_RATIO_TARGET:g}: "
+          f"{verdict(ratio <= GRADE_SANDBOX_RATIO_TARGET)})")
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ import pytest
 
 from checker.manifest import REPO_ROOT, get_kata
 from checker.runner import run_kata, snapshot_hidden
+from checker.sandbox import bubblewrap_works
 
 ATTACKS_DIR = Path(__file__).resolve().parent / "attacks"
 ATTACKS = sorted(p for p in ATTACKS_DIR.glob("*.py") if not p.stem.startswith("grade_"))
@@ -128,10 +129,13 @@ def test_attack_forked_by_a_warm_server_gets_the_same_status(attack: Path, tmp_p
     assert_expected(attack, result, took, marker, tmp_path / "copy")
 
 
+@pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is not installed or cannot make namespaces here")
 def test_grading_one_learner_changes_no_other_learners_result(sandbox: Path, tmp_path: Path):
-    """`checker grade` runs every attempt from a working copy made before any attempt ran, and loads checks and
-    references from a snapshot: an attempt that overwrites the stub, the reference, the progress file and the
-    next learner's file (grade_writes_everywhere.py) changes nobody's result but its own."""
+    """`checker grade` runs every attempt from a working copy made before any attempt ran, in a sandbox that
+    lets it write nothing else, and loads checks and references from a snapshot: an attempt that overwrites the
+    stub, the reference, the progress file and the next learner's file (grade_writes_everywhere.py) changes
+    nothing and nobody's result. (Without a sandbox such writes land, and grading refuses to write any result:
+    tests/test_grade_sandbox.py.)"""
     learners = tmp_path / "learners"
     (learners / "aaa_attacker" / "01_dialects").mkdir(parents=True)
     shutil.copy2(ATTACKS_DIR / "grade_writes_everywhere.py", learners / "aaa_attacker" / "01_dialects" / "dialects.py")
@@ -139,13 +143,54 @@ def test_grading_one_learner_changes_no_other_learners_result(sandbox: Path, tmp
     shutil.copy2(REPO_ROOT / "solutions" / "01_dialects" / "dialects.py", learners / "zzz_honest" / "01_dialects" / "dialects.py")
     env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1", "KATA_ATTACK_REPO": str(sandbox),
            "KATA_ATTACK_LEARNERS": str(learners)}
+    before = {p: p.read_bytes() for p in [sandbox / "katas" / "01_dialects" / "dialects.py",
+                                          sandbox / "solutions" / "01_dialects" / "dialects.py",
+                                          learners / "zzz_honest" / "01_dialects" / "dialects.py"]}
     proc = subprocess.run([sys.executable, "-m", "checker", "grade", str(learners), "--kata", "1", "--jobs", "1",
                            "--quiet", "--out", str(tmp_path / "grades")], capture_output=True, text=True,
                           cwd=sandbox, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     honest = json.loads((tmp_path / "grades" / "zzz_honest.json").read_text())
     attacker = json.loads((tmp_path / "grades" / "aaa_attacker.json").read_text())
-    assert (sandbox / "solutions" / "01_dialects" / "dialects.py").read_text().startswith("def node_dialect"), \
-        "the attack did not run, so this test proves nothing"
+    assert {p: p.read_bytes() for p in before} == before, "an attempt wrote outside its own copy"
     assert honest["katas"][0]["status"] == "pass", honest["katas"][0]
     assert attacker["katas"][0]["status"] == "not_started"
+
+
+def test_grade_feedback_never_quotes_the_checks_or_the_reference(sandbox: Path, tmp_path: Path):
+    """An attempt that reads kata 1's hidden checks and reference and raises them as its error message
+    (grade_quotes_the_checks.py): the mentor's review may show it, but no line of either file reaches the
+    learner-facing results.json or the learner's JSON. The sandbox is off, so the attempt can read the files
+    and the test proves the filter (checker.grade.learner_facing), not the sandbox."""
+    from checker.grade import QUOTE_MIN_CHARS
+
+    learners = tmp_path / "learners"
+    (learners / "mallory" / "01_dialects").mkdir(parents=True)
+    shutil.copy2(ATTACKS_DIR / "grade_quotes_the_checks.py", learners / "mallory" / "01_dialects" / "dialects.py")
+    env = {**os.environ, "PYTHONPATH": str(sandbox), "NO_COLOR": "1"}
+    out = tmp_path / "grades"
+    proc = subprocess.run([sys.executable, "-m", "checker", "grade", str(learners), "--kata", "1", "--jobs", "1",
+                           "--quiet", "--gradescope", "--sandbox", "none", "--out", str(out)],
+                          capture_output=True, text=True, cwd=sandbox, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    secret = set()
+    for path in (sandbox / "katas" / "01_dialects" / "hidden" / "checks.py",
+                 sandbox / "solutions" / "01_dialects" / "dialects.py"):
+        secret |= {line.strip() for line in path.read_text().splitlines() if len(line.strip()) >= QUOTE_MIN_CHARS}
+    public = set()  # what learners read anyway: the stub, the lesson, the hints, katas/common
+    for path in [*(sandbox / "katas" / "01_dialects").glob("*.*"), *(sandbox / "katas" / "common").rglob("*.py")]:
+        public |= {line.strip() for line in path.read_text(errors="replace").splitlines()}
+    secret -= public
+    review = (out / "reviews" / "mallory.md").read_text()  # for the mentor: each message's first line, in full
+    first = (sandbox / "katas" / "01_dialects" / "hidden" / "checks.py").read_text().splitlines()[0].strip()
+    assert first in secret and first[:60] in review, "the attack read nothing, so this test proves nothing"
+    for name in ("gradescope/mallory/results.json", "mallory.json"):
+        data = json.loads((out / name).read_text())
+        texts = [data.get("output", "")] + [t.get("output", "") for t in data.get("tests", [])]
+        for kata in data.get("katas", []):
+            texts += [kata.get("message", ""), *(c["message"] for c in kata["checks"])]
+        everything = "\n".join(texts)
+        leaked = [line for line in secret if line in everything]  # quoted whole, even inside a longer line
+        assert not leaked, (name, leaked[:5])
+        assert "lines hidden: they quote the checks" in "\n".join(texts), name
+        assert all(len(t["output"]) <= 1000 for t in data.get("tests", [])), name

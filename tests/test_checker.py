@@ -134,3 +134,21 @@ def test_a_crash_in_one_shard_is_an_error_for_the_attempt(warm_launcher):
     result = run_kata(KATA1, ATTEMPTS_DIR / "segfault.py", only=ONE_CHECK + ("graph_without_ops_is_torch",), shards=2,
                       launcher=warm_launcher)
     assert result.status == "error" and "SIGSEGV" in result.message
+
+
+def test_a_failing_example_is_kept_and_tried_first_on_the_next_run(tmp_path, warm_launcher):
+    """The learner's own runs keep each fuzz check's failing examples (Hypothesis's example database, in
+    `.kata-examples/` beside the progress file) and replay them first: the same verdict, the failure found again
+    without generating its way there. A grade keeps none (its runs are the seed's alone)."""
+    kata = get_kata(1)
+    mutant = REPO_ROOT / "tests" / "mutants" / "01_dialects" / "every_packet_is_torch.py"
+    only = ("random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",)
+    first = run_kata(kata, mutant, only=only, examples=tmp_path / "examples", launcher=warm_launcher)
+    assert first.status == "fail"
+    kept = [p for p in (tmp_path / "examples").rglob("*") if p.is_file()]
+    assert kept, "no failing example was kept"
+    second = run_kata(kata, mutant, only=only, examples=tmp_path / "examples", launcher=warm_launcher)
+    assert [c.status for c in second.checks] == [c.status for c in first.checks]
+    assert second.checks[0].message.split("(replay")[0] == first.checks[0].message.split("(replay")[0]
+    plain = run_kata(kata, mutant, only=only, launcher=warm_launcher)
+    assert plain.checks[0].message == first.checks[0].message

@@ -450,7 +450,7 @@ def test_grade_survives_hanging_and_crashing_attempts(repo, tmp_path):
     _write(subs / "fay" / TOY_SLUG / "toy.py", TOY_STUB)                                 # untouched stub
     out = tmp_path / "grades"
     # the time limit covers the child's start (importing torch): keep it well above that on a busy machine
-    proc = repo.run("grade", str(subs), "--out", str(out), "--gradescope", "--jobs", "2", "--time-limit", "12",
+    proc = repo.run("grade", str(subs), "--out", str(out), "--gradescope", "--jobs", "2", "--time-limit", "25",
                     "--kata", str(TOY))
     assert proc.returncode == 0, proc.stderr
     rows = {row["learner"]: row for row in csv.DictReader(open(out / "gradebook.csv", encoding="utf-8"))}
@@ -483,15 +483,25 @@ def test_grade_reports_hints_and_time_to_pass_and_links_each_learners_review(rep
     _write(subs / "ana" / ".kata-progress.json", json.dumps({"version": 1, "katas": {TOY_SLUG: {
         "hints_used": 2, "first_run": "2026-12-01T10:00:00+00:00", "passed_at": "2026-12-01T11:05:00+00:00"}}}))
     _write(subs / "ben" / TOY_SLUG / "toy.py", TOY_SOLUTION.replace('"torch"', '"aten"'))
+    repo.git_commit()  # the pristine stub the reviews diff against is the committed one
+    repo.toy_stub.write_text(TOY_SOLUTION)  # ...never the grader's own working file
     out = tmp_path / "grades"
-    proc = repo.run("grade", str(subs), "--out", str(out), "--kata", str(TOY), "--gradescope")
+    proc = repo.run("grade", str(subs), "--out", str(out), "--kata", str(TOY), "--gradescope", "--review-reference")
     assert proc.returncode == 0, proc.stderr
     rows = {row["learner"]: row for row in csv.DictReader(open(out / "gradebook.csv", encoding="utf-8"))}
+    assert not any(KATA1.slug in column for column in rows["ana"]), "only the katas graded"
     assert (rows["ana"][f"{TOY_SLUG} hints"], rows["ana"][f"{TOY_SLUG} time to pass"]) == ("2", "1h 05m")
     assert (rows["ben"][f"{TOY_SLUG} hints"], rows["ben"][f"{TOY_SLUG} time to pass"]) == ("", "")
     review = (out / rows["ben"]["review"]).read_text()
-    assert "fail, 2/5" in review and "detect_dialect(None) returned 'aten'" in review
-    assert '-    return "aten"' in review and '+    return "torch"' in review, "the learner's source against the reference"
+    assert "fail, 2/5" in review and "detect_dialect(None) returned 'aten'" in review and "Kata 1 " not in review
+    assert "Failing checks (1 of 2" in review and "- **basics**" in review
+    stub_diff = review.split("What they wrote (the pristine stub -> their file):")[1].split("Against the reference")[0]
+    assert '-    raise NotImplementedError("detect_dialect' in stub_diff and '+    return "aten"' in stub_diff
+    reference_diff = review.split("Against the reference")[1]
+    assert '-    return "aten"' in reference_diff and '+    return "torch"' in reference_diff
+    plain = repo.run("grade", str(subs), "--out", str(tmp_path / "plain"), "--kata", str(TOY), "--quiet")
+    assert plain.returncode == 0
+    assert "Against the reference" not in (tmp_path / "plain" / rows["ben"]["review"]).read_text()
     assert "hints used: 2" in (out / rows["ana"]["review"]).read_text()
     assert "(hints used: 2; time to pass: 1h 05m)" in json.loads((out / "gradescope" / "ana" / "results.json").read_text())["output"]
 
@@ -503,6 +513,90 @@ def test_grade_of_one_submission_folder_writes_results_json_at_the_top(repo, tmp
     proc = repo.run("grade", str(sub), "--out", str(out), "--gradescope", "--kata", str(TOY), "--quiet")
     assert proc.returncode == 0 and proc.stderr == ""
     assert json.loads((out / "results.json").read_text())["score"] == 5
+
+
+USER_SLUG = "10_user"
+USER_STUB = '''"""A kata that builds on the toy kata: it loads the learner's own toy.py."""
+from katas.common.learner import your_kata
+
+toy = your_kata("09_toy", "toy.py")
+
+
+def answer():
+    """toy.node_dialect(None), through your own toy kata."""
+    raise NotImplementedError("answer")
+'''
+USER_ATTEMPT = '''from katas.common.learner import your_kata
+
+toy = your_kata("09_toy", "toy.py")
+
+
+def answer():
+    return toy.node_dialect(None)
+'''
+USER_CHECKS = '''from checker.kit import Checks, expect
+
+CHECKS = Checks()
+
+
+@CHECKS.check(stage="basics", weight=1)
+def answer_is_neutral(ctx):
+    "answer() is 'neutral'"
+    got = ctx.attempt.answer()
+    expect(got == "neutral", f"answer() returned {got!r}")
+'''
+
+
+def test_grade_of_a_kata_that_loads_another_uses_the_learners_file_or_the_committed_stub(repo, tmp_path):
+    """Like kata 5 with katas 3 and 4: a learner's own toy.py when they handed it in; else the pristine stub as
+    committed, never the grader's working-tree file (here solved, as a mentor's would be). The review, the
+    gradebook and the learner's JSON say which was used."""
+    _write(repo.root / "katas" / USER_SLUG / "user.py", USER_STUB)
+    _write(repo.root / "katas" / USER_SLUG / "hidden" / "checks.py", USER_CHECKS)
+    _write(repo.root / "solutions" / USER_SLUG / "user.py", USER_ATTEMPT)
+    with open(repo.root / "katas" / "katas.toml", "a", encoding="utf-8") as manifest:
+        manifest.write(f'''
+[[kata]]
+number = 10
+slug = "{USER_SLUG}"
+title = "Uses the toy"
+module = "user.py"
+stages = ["basics"]
+time_limit = 60
+''')
+    repo.git_commit()
+    repo.toy_stub.write_text(TOY_SOLUTION)  # the mentor's own solved toy kata: must not be used
+    subs = tmp_path / "submissions"
+    _write(subs / "ana" / USER_SLUG / "user.py", USER_ATTEMPT)                     # no toy.py handed in
+    _write(subs / "ben" / USER_SLUG / "user.py", USER_ATTEMPT)
+    _write(subs / "ben" / TOY_SLUG / "toy.py", TOY_SOLUTION)
+    out = tmp_path / "grades"
+    proc = repo.run("grade", str(subs), "--out", str(out), "--kata", "10", "--jobs", "2", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["learner"]: row for row in csv.DictReader(open(out / "gradebook.csv", encoding="utf-8"))}
+    assert rows["ben"][f"{USER_SLUG} status"] == "pass"
+    assert rows["ana"][f"{USER_SLUG} status"] != "pass", "the grader's own solved toy.py was used"
+    assert rows["ana"][f"{USER_SLUG} uses"] == "kata 9: not handed in, the pristine stub was used"
+    assert rows["ben"][f"{USER_SLUG} uses"] == "kata 9: your toy.py"
+    assert "kata 9: not handed in, the pristine stub was used" in (out / rows["ana"]["review"]).read_text()
+    assert json.loads((out / "ben.json").read_text())["katas"][0]["uses"] == ["kata 9: your toy.py"]
+
+
+def test_a_review_lists_every_failing_check_correctness_first():
+    from checker.grade import REVIEW_MAX_CHECKS, failing_checks_lines
+    from checker.runner import CheckResult, KataResult
+
+    checks = [CheckResult(f"c{i}", "nodes", f"check {i}", "fail", 1, message=f"wrong {i}\nsecond line")
+              for i in range(50)]
+    checks += [CheckResult("numerics", "aten", "the numbers match eager", "fail", 1, message="x" * 500),
+               CheckResult("ok", "nodes", "fine", "pass", 1)]
+    lines = failing_checks_lines(KATA1, KataResult(1, KATA1.title, "fail", 1, 52, checks, "", "", 0.0))
+    assert lines[0].startswith("Failing checks (51 of 52") and lines[1] == "- **aten** (correctness and guards)"
+    assert "the numbers match eager" in lines[2] and len(lines[2]) < 220 and lines[2].endswith("…")
+    listed = [line for line in lines if line.startswith("  - ")]
+    assert len(listed) == REVIEW_MAX_CHECKS
+    assert lines[-1] == "- ... and 11 more failing checks (the learner's JSON lists every one)"
+    assert "second line" not in "\n".join(lines)
 
 
 # --- bad input ------------------------------------------------------------------------------------------------

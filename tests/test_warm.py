@@ -112,10 +112,46 @@ def test_a_server_started_by_attempt_code_is_never_used(learner_env, tmp_path):
         launcher = learner_launcher()
         assert server_status()["pid"] != impostor.pid
         result = run_kata(KATA2, KATA2.solution_path, only=ONE_CHECK, launcher=launcher)
-        assert (result.status, result.start) == ("pass", "warm")
+        assert (result.status, result.start) == ("pass", "warm"), (result.message, [c.message for c in result.checks])
     finally:
         impostor.kill()
         impostor.wait()
+
+
+def test_an_attempt_cannot_ask_the_server_for_a_run_of_its_own_making(learner_env, tmp_path):
+    """tests/attacks/warm_launders_the_server.py asks the learner's running server, from inside the attempt, to
+    fork a checks process loading checks it wrote. The server refuses (the attempt runs with no_new_privs), forks
+    nothing, and the next run of another kata's pristine stub still scores not_started."""
+    learner_launcher()  # the learner's server, listening
+    pid = server_status()["pid"]
+    marker = tmp_path / "marker"
+    attack = REPO_ROOT / "tests" / "attacks" / "warm_launders_the_server.py"
+    env = {**learner_env, "KATA_ATTACK_MARKER": str(marker), "KATA_ATTACK_WARM_DIR": learner_env["FX_KATAS_WARM_DIR"]}
+    _cli("kata", "3", "--attempt", str(attack), "--json", "--check=module_graphs_fuse", env=env)
+    reply = Path(str(marker) + ".reply").read_text()
+    assert "refused" in reply and "attempt" in reply, reply
+    assert not marker.exists(), "the server ran checks an attempt wrote"
+    assert server_status()["pid"] == pid
+    stub = json.loads(_cli("kata", "3", "--attempt", str(get_kata(3).stub_path), "--json", env=learner_env).stdout)
+    assert stub["status"] == "not_started"
+
+
+def test_the_server_runs_only_its_own_repositorys_checks(learner_env, tmp_path):
+    """A request from the learner's own tools that names checks outside this repository is refused too."""
+    from checker.warm import _connect_path, _recv_frame, _send_request
+
+    launcher = learner_launcher()
+    forged = tmp_path / "checks.py"
+    forged.write_text("raise SystemExit('forged checks ran')\n")
+    read_fd, write_fd = os.pipe()
+    with _connect_path(socket_path()) as conn:
+        _send_request(conn, {"op": "run", "program": "checks", "env": {}, "cwd": str(tmp_path),
+                             "fingerprint": launcher.fingerprint, "argv": ["--checks", str(forged)]},
+                      (write_fd, write_fd))
+        reply = _recv_frame(conn)
+    os.close(read_fd)
+    os.close(write_fd)
+    assert "not a file of this repository" in reply.get("refused", ""), reply
 
 
 def test_a_private_server_ends_with_its_owner_and_a_dead_one_means_a_cold_start(monkeypatch):
