@@ -16,6 +16,7 @@ import io
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -270,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     harden_trusted_process()
+    tempfile.tempdir = None  # TMPDIR as this run gives it (a warm server's fork remembers the server's)
     events = _Events(args.results_fd)
     events.emit(event="started", wall=time.time())
     phase = _PhaseClock(events)

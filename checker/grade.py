@@ -494,9 +494,23 @@ def hidden_from_attempts(work: Path, root: Path, out: Path) -> list[Path]:
     (other learners' originals) and the output folder."""
     from checker.manifest import KATAS_DIR, REPO_ROOT, SOLUTIONS_DIR
 
-    return [work / "hidden", work / "learners", SOLUTIONS_DIR, *sorted(KATAS_DIR.glob("*/hidden")),
+    return [work / "hidden", work / "learners", work / "exchange", SOLUTIONS_DIR, *sorted(KATAS_DIR.glob("*/hidden")),
             REPO_ROOT / ".git", REPO_ROOT / ".kata-backups", REPO_ROOT / ".kata-progress.json",
             REPO_ROOT / ".kata-graphs", root, out]
+
+
+def attempt_readable(snapshot: Path) -> list[Path]:
+    """The snapshot's files an attempt's process loads, which a sandbox shows it read-only: each kata's public
+    files (the lesson, the stub, kata 2's `suspects.py`) and the hidden files named in its `worker_reads`
+    (probes, and what they load). Everything else of the snapshot stays hidden."""
+    from checker.manifest import load_katas
+
+    shown = []
+    for kata in load_katas():
+        folder = snapshot / "katas" / kata.slug
+        shown += [p for p in sorted(folder.iterdir()) if p.is_file()]
+        shown += [folder / "hidden" / name for name in kata.worker_reads if (folder / "hidden" / name).is_file()]
+    return shown
 
 
 def import_everything_first() -> None:
@@ -556,11 +570,11 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
         work = Path(work_dir)
         work.chmod(0o711)  # attempt users pass through to their own copy; they cannot list or read the rest
         hidden = snapshot_hidden(work / "hidden")
-        reveal = [hidden / "katas" / k.slug / "hidden" / name for k in load_katas() for name in k.worker_reads
-                  if (hidden / "katas" / k.slug / "hidden" / name).is_file()]
+        reveal = attempt_readable(hidden)
         sandboxes.lock_snapshot(hidden, reveal)
-        (work / "learners").mkdir()
-        (work / "learners").chmod(0o711)
+        for shared in ("learners", "exchange"):
+            (work / shared).mkdir()
+            (work / shared).chmod(0o711)
         plan = sandboxes.plan(hidden_from_attempts(work, root, out), want=sandbox_mode, reveal=reveal)
         if not quiet:
             print(f"grading {len(learners)} learner{'s' * (len(learners) != 1)} × {len(katas)} "
@@ -570,7 +584,10 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
             folder = work / "learners" / f"{i:04d}"
             folder.mkdir()
             copies[lr.name] = working_copy(lr, folder, flat_ok)
-            confined[lr.name] = plan.for_learner(folder, i)
+            exchange = work / "exchange" / f"{i:04d}"
+            exchange.mkdir()
+            exchange.chmod(0o711)
+            confined[lr.name] = plan.for_learner(folder, i, exchange)
             sandboxes.hand_over(folder, confined[lr.name].uid)
         tasks = [Task(k, copies[lr.name] / k.slug / k.module if originals[(lr.name, k.slug)].is_file()
                       else originals[(lr.name, k.slug)], lr.name, (time_limits or {}).get(k.number),

@@ -209,6 +209,9 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
         from checker.sandbox import ENV_VAR
 
         env[ENV_VAR] = sandbox.to_env()
+        if sandbox.exchange:  # what the checks make for the attempt to write into, both can reach; torch's own
+            env["TMPDIR"] = sandbox.exchange  # caches stay in this run's private folder, out of its reach
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp / "torch-cache")
     argv = [
         "--checks", str(checks), "--attempt", str(attempt),
         "--reference", str(reference), "--module-name", Path(kata.module).stem,

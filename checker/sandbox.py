@@ -49,7 +49,8 @@ class Sandbox:
     under them it must read all the same (the probes a check runs in the attempt's process: they hold no
     verdict); `own`: the folder it may write (its working copy); `uid`: the unprivileged user it runs as, or
     None to stay the grader's user; `exposed`: hidden paths the plan could not keep from it (mode "user":
-    readable by all)."""
+    readable by all); `exchange`: the folder where the checks make what they hand the attempt to write into
+    (kata 8's saved programs): the checks process's temporary folder, and the attempt's too."""
 
     mode: str  # "namespace", "user" or "none"
     hide: tuple[str, ...] = ()
@@ -57,11 +58,13 @@ class Sandbox:
     uid: int | None = None
     exposed: tuple[str, ...] = field(default=())
     reveal: tuple[str, ...] = field(default=())  # hidden files the attempt's process must load (probes)
+    exchange: str = ""  # a folder the checks and the attempt both reach: the checks process's TMPDIR
 
-    def for_learner(self, own: Path, index: int) -> "Sandbox":
-        """The same plan for one learner: their own copy, and (as root) a uid of their own."""
+    def for_learner(self, own: Path, index: int, exchange: Path | None = None) -> "Sandbox":
+        """The same plan for one learner: their own copy and exchange folder, and (as root) a uid of their own."""
         uid = None if self.uid is None else self.uid + index % UID_SPAN
-        return Sandbox(self.mode, self.hide, str(own), uid, self.exposed, self.reveal)
+        return Sandbox(self.mode, self.hide, str(own), uid, self.exposed, self.reveal,
+                       str(exchange) if exchange else "")
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -73,7 +76,7 @@ class Sandbox:
             return None
         data = json.loads(raw)
         return Sandbox(data["mode"], tuple(data["hide"]), data["own"], data["uid"], tuple(data["exposed"]),
-                       tuple(data["reveal"]))
+                       tuple(data["reveal"]), data.get("exchange", ""))
 
     @property
     def isolated(self) -> bool:
@@ -120,8 +123,8 @@ class Sandbox:
                 command += ["--ro-bind", "/dev/null", path]
         for path in self.reveal:
             command += [*_folders_to(Path(path), emptied), "--ro-bind", path, path]
-        if self.own:
-            command += [*_folders_to(Path(self.own), emptied), "--bind", self.own, self.own]
+        for folder in filter(None, (self.own, self.exchange)):
+            command += [*_folders_to(Path(folder), emptied), "--bind", folder, folder]
         command += ["--chdir", str(cwd), "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp",
                     "--setenv", "USER", ATTEMPT_USER, "--setenv", "LOGNAME", ATTEMPT_USER, "--"]
         if self.uid is not None:
@@ -138,7 +141,7 @@ class Sandbox:
         os.setresgid(self.uid, self.uid, self.uid)
         os.setresuid(self.uid, self.uid, self.uid)
         for key, value in (("USER", ATTEMPT_USER), ("LOGNAME", ATTEMPT_USER), ("HOME", self.own or "/tmp"),
-                           ("TMPDIR", self.own or "/tmp")):
+                           ("TMPDIR", self.exchange or self.own or "/tmp")):
             os.environ[key] = value
 
 

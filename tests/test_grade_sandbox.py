@@ -134,16 +134,20 @@ def test_a_user_sandbox_names_what_other_users_can_still_read(tmp_path: Path):
 @needs_bubblewrap
 def test_the_namespace_command_hides_each_path_and_leaves_one_writable_folder(tmp_path: Path):
     secret, own, elsewhere = tmp_path / "secret", tmp_path / "own", tmp_path / "elsewhere"
-    for folder in (secret, own, elsewhere):
+    exchange = tmp_path / "exchange"
+    for folder in (secret, own, elsewhere, exchange):
         folder.mkdir()
     (secret / "checks.py").write_text("secret")
+    (exchange / "for-the-attempt").mkdir(mode=0o777)  # what kata 8's check makes for a saved program
+    (exchange / "for-the-attempt").chmod(0o777)
     uid = 61000 if os.geteuid() == 0 else None
     if uid is not None:
         os.chown(own, uid, 0)
-    sandbox = Sandbox("namespace", (str(secret),), str(own), uid)
+    sandbox = Sandbox("namespace", (str(secret),), str(own), uid, exchange=str(exchange))
     script = (f"import os, pathlib\n"
               f"print(os.listdir({str(secret)!r}))\n"
               f"pathlib.Path({str(own / 'note')!r}).write_text('mine')\n"
+              f"pathlib.Path({str(exchange / 'for-the-attempt' / 'program.pt2')!r}).write_text('saved')\n"
               f"for target in ({str(elsewhere / 'x')!r}, {str(REPO_ROOT / 'checker' / 'x.py')!r}):\n"
               f"    try:\n        pathlib.Path(target).write_text('x'); print('WROTE', target)\n"
               f"    except OSError as exc:\n        print('refused', exc.errno)\n"
@@ -154,6 +158,7 @@ def test_the_namespace_command_hides_each_path_and_leaves_one_writable_folder(tm
     assert proc.stdout.splitlines()[0] == "[]", proc.stdout
     assert "WROTE" not in proc.stdout and proc.stdout.count("refused") == 2, proc.stdout
     assert (own / "note").read_text() == "mine"
+    assert (exchange / "for-the-attempt" / "program.pt2").read_text() == "saved"
     if uid is not None:
         assert f"uid {uid}" in proc.stdout
 
