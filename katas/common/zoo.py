@@ -265,3 +265,57 @@ ZOO = {
         ZooModel("private_names", PrivateNames, (3, 4)),
     )
 }
+
+
+# --- kata 4: module subclasses at depth 1 and 2 (importable, so graphs that keep them whole can cross to the
+# worker). A subclass is its base's op only if `type(module).forward is Base.forward`.
+
+class KeepsLinear(nn.Linear):
+    """Depth 1, keeps nn.Linear.forward (only a new name): a linear."""
+
+
+class KeepsKeepsLinear(KeepsLinear):
+    """Depth 2, keeps nn.Linear.forward through its parent: a linear."""
+
+
+class ScaledLinear(nn.Linear):
+    """Depth 1, overrides forward (calls super().forward, then scales): no NPU op."""
+
+    def forward(self, x):
+        return super().forward(x) * 0.5
+
+
+class InheritsScaledLinear(ScaledLinear):
+    """Depth 2, defines no forward of its own but inherits ScaledLinear's: no NPU op."""
+
+
+class RestoresLinear(ScaledLinear):
+    """Depth 2, whose forward is nn.Linear.forward again (assigned in its body): a linear."""
+
+    forward = nn.Linear.forward
+
+
+class KeepsReLU(nn.ReLU):
+    """Depth 1 activation subclass that keeps nn.ReLU.forward: a relu."""
+
+
+class ShiftedReLU(KeepsReLU):
+    """Depth 2 activation subclass that overrides forward: no NPU op."""
+
+    def forward(self, x):
+        return super().forward(x - 0.1)
+
+
+# --- kata 3: GELU subclasses (importable, so graphs that keep them whole can cross to the worker). A subclass is a
+# GELU only if `type(module).forward is nn.GELU.forward`; torch itself defines none, so only a custom Tracer that
+# keeps them whole (or a hand-built graph) shows one as a call_module node.
+
+class KeepsGELU(nn.GELU):
+    """Keeps nn.GELU.forward (only a new name): a GELU, with its own `approximate`."""
+
+
+class ShiftedGELU(nn.GELU):
+    """Overrides forward: gelu(x - 0.5) is no GELU of x, though isinstance(module, nn.GELU) holds."""
+
+    def forward(self, x):
+        return super().forward(x - 0.5)

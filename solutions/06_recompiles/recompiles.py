@@ -95,13 +95,20 @@ def _served(graphs: list[_Graph], call: Call) -> bool:
     return any(graph.accepts(call) for graph in graphs)
 
 
+RANK = "rank of x"  # in the frame's memory: x's rank, or None once it has changed (then every dimension is)
+
+
 def _remember(seen: dict[str, int | None], call: Call) -> set[str]:
-    """Update the frame's memory of each input's value (None once it has changed); return the changed inputs."""
-    for name, value in _inputs(call).items():
+    """Update the frame's memory of each input's value (None once it has changed); return this call's inputs
+    that have changed. A change of x's rank changes every dimension of x, for good."""
+    values = {**_inputs(call), RANK: len(call.shape)}
+    for name, value in values.items():
         if name in seen and seen[name] != value:
             seen[name] = None
         seen.setdefault(name, value)
-    return {name for name, value in seen.items() if value is None}
+    every_dimension = seen[RANK] is None
+    return {name for name in _inputs(call)
+            if seen.get(name) is None or (every_dimension and name.startswith("x."))}
 
 
 def predict(calls: Sequence[Call], dynamic: bool | None = None) -> list[Outcome]:

@@ -41,6 +41,26 @@ ATEN_CAPTURES = ("make_fx_pre_dispatch", "export", "make_fx", "aot_autograd")
 ALL_ACTIVATIONS = NPU_FRIENDLY_ACTIVATIONS + CPU_ONLY_ACTIVATIONS
 
 
+programs = load_module(Path(__file__).with_name("programs.py"), "kata04_op_support_programs")  # generated graphs
+
+
+@functools.cache
+def program_graph(spec) -> torch.fx.GraphModule:
+    """The captured graph of a `programs.ProgramSpec` (cached: checks only read graphs)."""
+    return programs.capture_program(spec)
+
+
+def program_how(spec) -> str:
+    """The graph of a program, as a message names it (one line)."""
+    text = "; ".join(programs.STEP_TEXT[step] for step in spec.steps)
+    dynamic = ", dynamic=True" if spec.dynamic else ""
+    subclasses = any(step != "linear" and (step in programs.LINEAR_CLASSES or step in programs.ACTIVATION_CLASSES)
+                     for step in spec.steps)
+    tracer = " (a custom Tracer that keeps nn.Linear / nn.ReLU subclasses whole)" \
+        if spec.capture == "symbolic_trace" and subclasses else ""
+    return f"the {spec.capture}{dynamic}{tracer} graph of `{text}` on x of shape (4, 4) {spec.dtype}"
+
+
 # --- describing nodes and graphs to a person -------------------------------------------------------------
 
 def module_class_text(module: nn.Module) -> str:
@@ -151,18 +171,48 @@ def recorded_value(node: torch.fx.Node) -> tuple[bool, object]:
     return False, None
 
 
+def functional_form(node: torch.fx.Node) -> str | None:
+    """For an in-place form (x.relu_(), torch.relu_, aten.add_.Tensor, operator.iadd): the functional op it mutates
+    like, if that op is an NPU op; else None."""
+    target = node.target
+    if node.op == "call_method" and isinstance(target, str):
+        name = target
+    elif isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        name = str(target).split(".")[1]
+    elif node.op == "call_function" and getattr(target, "__name__", None):
+        name = {"iadd": "add_", "imul": "mul_", "imatmul": "matmul_"}.get(target.__name__, target.__name__)
+    else:
+        return None
+    if name.endswith("_") and not name.endswith("__") and name[:-1] in NPU_OPS:
+        return name[:-1]
+    return None
+
+
 def cpu_reason(node: torch.fx.Node, want_op: object, submodules: Mapping[str, nn.Module]) -> str:
-    """Why a call node the NPU cannot run is not an NPU op, in the lesson's words."""
+    """Why a call node the NPU cannot run is not an NPU op, in the lesson's words (the most specific rule first)."""
     target = node.target
     recorded, val = recorded_value(node)
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return (f"it is the higher-order op {target.__name__}: control flow (or a grad-mode region) whose body is "
+                f"another graph, the get_attr submodules it takes. The node itself is 'cpu' whatever its body holds; "
+                f"its name comes from the ops inside and says nothing about what it is")
+    if node.op == "call_function" and target is operator.getitem:
+        source = node.args[0] if node.args else None
+        of = (f"`{source.name}`" if isinstance(source, torch.fx.Node) else "its argument")
+        return (f"operator.getitem is no op and not in NPU_OPS: it indexes or unpacks {of}, and stays 'cpu' even "
+                f"when what it indexes is a tensor an NPU op produced (x[0], x[:, 1:] in Dynamo and symbolic_trace "
+                f"graphs), whatever the partitioner later does with it")
+    inplace = functional_form(node)
+    if inplace is not None:
+        shown = target if isinstance(target, str) else target_text(node, submodules)
+        return (f"it is an in-place form ({shown}), not the functional op {inplace!r}: names are exact, and "
+                f"NPU_OPS holds functional ops only (the NPU writes a new output; an in-place op mutates a tensor "
+                f"the host holds)")
     if recorded and not isinstance(val, torch.Tensor):
         kind = type(val).__name__ if val is not None else "None"
         return (f"its recorded value (meta['val'] / meta['example_value']) is a {kind}, not a tensor: this is "
-                f"arithmetic on sizes that the host runs to compute a shape, not a tensor op, whatever its target "
-                f"says ({target_text(node, submodules)})")
-    if isinstance(target, torch._ops.HigherOrderOperator):
-        return (f"it is the higher-order op {target.__name__}: its body is another graph (the get_attr "
-                f"submodules it takes), and the NPU runs ops, not control flow or grad-mode regions")
+                f"arithmetic on sizes that the host runs to compute a shape (a SymInt, a SymFloat, an int, a bool: "
+                f"anything but a tensor), not a tensor op, whatever its target says ({target_text(node, submodules)})")
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         namespace = str(target).split(".")[0]
         if namespace not in ("aten", "kata"):
@@ -173,9 +223,33 @@ def cpu_reason(node: torch.fx.Node, want_op: object, submodules: Mapping[str, nn
         base = table_base(module)
         if module is not None and base is not None and type(module) is not base and \
                 type(module).forward is not base.forward:
-            return (f"its class {type(module).__module__}.{type(module).__name__} subclasses nn.{base.__name__} but "
-                    f"overrides forward, so it computes something else than an nn.{base.__name__}")
+            own = "forward" in vars(type(module))
+            return (f"its class {type(module).__module__}.{type(module).__qualname__} subclasses nn.{base.__name__} "
+                    f"but its forward is not nn.{base.__name__}.forward ("
+                    + ("it defines its own" if own else
+                       f"it inherits {type(module).forward.__module__}.{type(module).forward.__qualname__}, an "
+                       f"override from a class between them")
+                    + f"), so it computes something else than an nn.{base.__name__}: compare type(module).forward, "
+                      f"not the class body")
     return f"{want_op or 'this op'!r} is not in NPU_OPS, so it runs on the CPU"
+
+
+def npu_reason(node: torch.fx.Node, want_op: str, submodules: Mapping[str, nn.Module]) -> str:
+    """Why a node is an NPU op, naming what the lesson says does not matter (dtype, packet vs overload)."""
+    text = f"its canonical op {want_op!r} is in NPU_OPS"
+    _, val = recorded_value(node)
+    if isinstance(val, torch.Tensor) and val.dtype != torch.float32:
+        text += (f", and support goes by the op's name only: the node computes {str(val.dtype).removeprefix('torch.')}"
+                 f", and dtypes are kata 5's concern, not is_node_supported's")
+    if isinstance(node.target, torch._ops.OpOverloadPacket):
+        text += f" ({node.target} is a packet of the {str(node.target).split('.')[0]} namespace: its name counts)"
+    if node.op == "call_module":
+        module = submodules.get(node.target)
+        base = table_base(module)
+        if module is not None and base is not None and type(module) is not base:
+            text += (f" ({type(module).__qualname__} subclasses nn.{base.__name__} and its forward is "
+                     f"nn.{base.__name__}.forward)")
+    return text
 
 
 # --- calling the attempt ---------------------------------------------------------------------------------
@@ -233,7 +307,7 @@ def expect_node_agrees(ctx: Context, node: torch.fx.Node, submodules, verdicts: 
     support = support if support is not None else ctx.attempt.NPUOperatorSupport()
     supported = support.is_node_supported(submodules, node)
     if on_npu:
-        because = f"its canonical op {want_op!r} is in NPU_OPS"
+        because = npu_reason(node, want_op, submodules)
     elif node.op not in CALL_OPS:
         because = f"a {node.op} node is not an op, so it is never supported"
     else:
@@ -274,7 +348,8 @@ def expect_fully_on_npu(ctx: Context, gm: torch.fx.GraphModule, how: str) -> Non
                       f"{diagnose(first, got_op, want_op, submodules)}")
         elif not ctx.attempt.NPUOperatorSupport().is_node_supported(submodules, first):
             reason = (f"canonical_op rightly says {want_op!r}, which is in NPU_OPS, but "
-                      f"NPUOperatorSupport().is_node_supported(submodules, node) said no.")
+                      f"NPUOperatorSupport().is_node_supported(submodules, node) said no: "
+                      f"{npu_reason(first, want_op, submodules)}.")
         else:
             reason = (f"canonical_op ({want_op!r}) and is_node_supported (True) are right, but classify said "
                       f"{value(verdicts[first.name])!r}: classify should follow is_node_supported.")
@@ -359,6 +434,8 @@ CANONICAL_CASES = (
     ("mlp", "make_fx", "t", "t", "aten.t.default"),
     ("mlp", "export_core", "permute", "permute", "aten.permute.default"),
     ("residual", "export_core", "add", "add", "aten.add.Tensor: the overload is 'Tensor', the op is add"),
+    ("aten_packet", "symbolic_trace", "relu", "relu", "torch.ops.aten.relu, a packet of the aten namespace"),
+    ("aten_packet", "dynamo", "relu", "relu", "torch.ops.aten.relu, a packet of the aten namespace"),
 )
 
 
@@ -572,21 +649,46 @@ def call_method_nodes_resolve_by_method_name(ctx):
     expect_graph_agrees(ctx, gm, how)
 
 
+# models whose `act` is a different module class, asked one after the other in both orders
+MODEL_ORDERS = (("mlp", "renamed"), ("renamed", "mlp"))
+
+
 @CHECKS.check(stage="edge_cases", weight=2)
 def modules_resolve_by_type_not_attribute_name(ctx):
-    "call_module nodes go by module type: `proj` is a Linear, `act` a Softmax, `block.0` a Linear"
-    gm = zoo_graph("renamed", "symbolic_trace")
-    submodules = dict(gm.named_modules())
-    how = ("symbolic_trace of the `renamed` model (proj: Linear, act: Softmax, block: Sequential(Linear, SiLU), "
-           "head: Linear)")
-    for node in gm.graph.nodes:
-        if node.op == "call_module":
-            want = ctx.reference.canonical_op(node, submodules)
-            got = ctx.attempt.canonical_op(node, submodules)
-            ok = got == want if want in NPU_OPS else not (isinstance(got, str) and got in NPU_OPS)
-            expect(ok, f"canonical_op for {node_text(node, submodules)} in {how} returned {got!r}, expected "
-                       f"{want!r}. {diagnose(node, got, want, submodules)}")
-    expect_graph_agrees(ctx, gm, how)
+    "call_module nodes go by module type: `proj` is a Linear, `act` a Softmax, `block.0` a Linear, in any order"
+    renamed = ("renamed", "symbolic_trace")
+    # `act` is an nn.GELU in mlp and an nn.Softmax in renamed: asked one after the other, both ways, an answer that
+    # outlives its graph (a cache keyed by node.target) shows here whatever checks ran before
+    for order in MODEL_ORDERS:
+        previous = None
+        for name in order:
+            gm = zoo_graph(name, "symbolic_trace")
+            submodules = dict(gm.named_modules())
+            how = (zoo_how(name, "symbolic_trace") + (" (proj: Linear, act: Softmax, block: Sequential(Linear, SiLU), "
+                                                       "head: Linear)" if (name, "symbolic_trace") == renamed else ""))
+            for node in gm.graph.nodes:
+                if node.op != "call_module":
+                    continue
+                want = ctx.reference.canonical_op(node, submodules)
+                got = ctx.attempt.canonical_op(node, submodules)
+                ok = got == want if want in NPU_OPS else not (isinstance(got, str) and got in NPU_OPS)
+                if ok:
+                    continue
+                carried = previous is not None and any(
+                    n.op == "call_module" and n.target == node.target for n in previous.graph.nodes)
+                if carried:
+                    before = dict(previous.named_modules())[node.target]
+                    raise CheckFailed(
+                        f"canonical_op for {node_text(node, submodules)} in {how} returned {got!r}, expected {want!r}, "
+                        f"right after your code was asked about the graph of another model whose `{node.target}` is "
+                        f"{module_class_text(before)}. The same target names different modules in different graphs: "
+                        f"an answer may depend only on the node and the submodules it is given. A cache keyed by "
+                        f"node.target (or anything else that outlives one graph) carries one model's answer into "
+                        f"the next; look the module up in submodules every time.")
+                raise CheckFailed(f"canonical_op for {node_text(node, submodules)} in {how} returned {got!r}, expected "
+                                  f"{want!r}. {diagnose(node, got, want, submodules)}")
+            expect_graph_agrees(ctx, gm, how)
+            previous = gm
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
@@ -603,19 +705,25 @@ def custom_op_linear_gelu_runs_on_npu(ctx):
         expect_fully_on_npu(ctx, gm, zoo_how("fused_linear_gelu", method))
 
 
+# getitem on a tensor an NPU op produced (indexing, slicing) next to getitem on a multi-output op
+GETITEM_PROGRAMS = tuple(programs.ProgramSpec(("index_tensor", "index_rows", "unpack_max"), capture)
+                         for capture in ("symbolic_trace", "dynamo"))
+
+
 @CHECKS.check(stage="edge_cases", weight=1)
 def getitem_is_a_cpu_call_node(ctx):
-    "operator.getitem is no op but a call node: classified 'cpu'"
-    gm = zoo_graph("norm_block", "make_fx")
-    how = zoo_how("norm_block", "make_fx")
-    verdicts = attempt_classify(ctx, gm, how)
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target is operator.getitem:
-            got = value(verdicts[node.name])
-            expect(got == "cpu", f"classify on {how} said {got!r} for getitem node `{node.name}`, expected 'cpu': "
-                                 f"'getitem' is not in NPU_OPS (it unpacks native_layer_norm's and max's outputs, "
-                                 f"which run on the CPU)")
-    expect_graph_agrees(ctx, gm, how)
+    "operator.getitem is no op but a call node: classified 'cpu', on a multi-output op and on an NPU op's tensor"
+    graphs = [(zoo_graph("norm_block", "make_fx"), zoo_how("norm_block", "make_fx"))]
+    graphs += [(program_graph(spec), program_how(spec)) for spec in GETITEM_PROGRAMS]
+    for gm, how in graphs:
+        verdicts = attempt_classify(ctx, gm, how)
+        submodules = dict(gm.named_modules())
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target is operator.getitem:
+                got = value(verdicts[node.name])
+                expect(got == "cpu", f"classify on {how} said {got!r} for getitem node `{node.name}`, expected "
+                                     f"'cpu': {cpu_reason(node, 'getitem', submodules)}")
+        expect_graph_agrees(ctx, gm, how)
 
 
 def gelu(x):
@@ -665,16 +773,43 @@ class TorchLinearSubclasses(nn.Module):
         return self.act(self.qat_fc(self.act(self.out_proj(x))))
 
 
+class TorchGrandchildLinear(nn.Module):
+    """torch.ao.nn.qat.dynamic.Linear: a subclass of torch.ao.nn.qat.Linear that defines no forward of its own but
+    inherits qat.Linear's fake-quantizing one (depth 2 below nn.Linear). symbolic_trace keeps it whole."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torch.ao.nn.qat.dynamic import Linear as DynamicQATLinear
+        from torch.ao.quantization import default_dynamic_qat_qconfig
+
+        self.fc, self.act = DynamicQATLinear(4, 4, qconfig=default_dynamic_qat_qconfig), nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+# user subclasses at depth 1 and 2, with and without a forward of their own, kept whole by a custom tracer
+SUBCLASS_PROGRAM = programs.ProgramSpec(
+    ("linear_keeps", "linear_keeps_keeps", "linear_overrides", "linear_inherits_override", "linear_restores_forward",
+     "relu_keeps", "relu_keeps_overrides"), "symbolic_trace")
+
+
 @CHECKS.check(stage="edge_cases", weight=2)
 def module_subclasses_count_only_with_their_base_forward(ctx):
-    "an nn.Linear subclass is 'linear' only if it keeps nn.Linear.forward (torch.ao.nn.qat.Linear does not)"
-    gm = torch.fx.symbolic_trace(TorchLinearSubclasses().eval())
-    submodules = dict(gm.named_modules())
-    how = "the symbolic_trace graph of act(qat_fc(act(out_proj(x)))), two nn.Linear subclasses from torch"
-    for name in ("out_proj", "qat_fc"):
-        node = next(n for n in gm.graph.nodes if n.op == "call_module" and n.target == name)
-        expect_node_agrees(ctx, node, submodules, attempt_classify(ctx, gm, how), how)
-    expect_graph_agrees(ctx, gm, how)
+    "an nn.Linear subclass is 'linear' only if type(module).forward is nn.Linear.forward, at any depth"
+    graphs = [(torch.fx.symbolic_trace(TorchLinearSubclasses().eval()),
+               "the symbolic_trace graph of act(qat_fc(act(out_proj(x)))), two nn.Linear subclasses from torch"),
+              (torch.fx.symbolic_trace(TorchGrandchildLinear().eval()),
+               "the symbolic_trace graph of act(fc(x)), fc a torch.ao.nn.qat.dynamic.Linear (inherits "
+               "torch.ao.nn.qat.Linear's forward)"),
+              (program_graph(SUBCLASS_PROGRAM), program_how(SUBCLASS_PROGRAM))]
+    for gm, how in graphs:
+        submodules = dict(gm.named_modules())
+        verdicts = attempt_classify(ctx, gm, how)
+        for node in gm.graph.nodes:
+            if node.op == "call_module":
+                expect_node_agrees(ctx, node, submodules, verdicts, how)
+        expect_graph_agrees(ctx, gm, how)
 
 
 class UserCustomOp(nn.Module):
@@ -721,8 +856,7 @@ def higher_order_ops_are_cpu_call_nodes(ctx):
         for node in hops:
             got = value(verdicts[node.name])
             expect(got == "cpu", f"classify on {how} said {got!r} for `{node.name}` (the higher-order op "
-                                 f"{node.target.__name__}), expected 'cpu': {cpu_reason(node, None, {})}. Its node "
-                                 f"name comes from the ops inside; it says nothing about what the node is.")
+                                 f"{node.target.__name__}), expected 'cpu': {cpu_reason(node, None, {})}.")
         expect_graph_agrees(ctx, gm, how)
 
 
@@ -737,6 +871,9 @@ class FlattenBatch(nn.Module):
         return torch.relu(self.fc(x.reshape(x.shape[0] * x.shape[1], 4)))
 
 
+SYMFLOAT_PROGRAM = programs.ProgramSpec(("relu_function", "size_symfloat"), "dynamo", dynamic=True)
+
+
 def _dynamic_graphs(ctx: Context):
     """(graph, description) with symbolic sizes: export with a Dim and Dynamo with dynamic=True (deep adds the
     decomposition of a 3-D MLP, where the Linear's view computes its size with operator.mul)."""
@@ -745,14 +882,18 @@ def _dynamic_graphs(ctx: Context):
         gm = capture(FlattenBatch().eval(), inputs, method, dynamic=True).gm
         how = "torch.export graph (a Dim on the batch)" if method == "export" else "Dynamo graph (dynamic=True)"
         yield gm, f"the {how} of relu(fc(x.reshape(x.shape[0] * x.shape[1], 4)))"
+    spec = SYMFLOAT_PROGRAM  # int(n * 1.0): operator.mul whose recorded value is a SymFloat
+    yield program_graph(spec), program_how(spec)
     if ctx.deep:  # where size arithmetic comes from without asking: a decomposed Linear on a 3-D input
         gm = capture(ZOO["mlp_3d"].build(), ZOO["mlp_3d"].inputs(), "export_core", dynamic=True).gm
         yield gm, "the export_core graph of the `mlp_3d` model with a symbolic batch size"
+        spec = programs.ProgramSpec(("size_symint", "size_symfloat"), "aot_autograd", dynamic=True)
+        yield program_graph(spec), program_how(spec)
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
 def size_arithmetic_is_no_npu_op(ctx):
-    "operator.mul on SymInt sizes (export with Dim, dynamic Dynamo) is 'cpu'; the reshape it feeds is 'npu'"
+    "operator.mul on SymInt and SymFloat sizes (export with Dim, dynamic Dynamo) is 'cpu'; the reshape it feeds is 'npu'"
     for gm, how in _dynamic_graphs(ctx):
         sizes = [n for n in gm.graph.nodes if n.op in CALL_OPS and n.target is operator.mul]
         assert sizes and all(not isinstance(recorded_value(n)[1], torch.Tensor) for n in sizes), \
@@ -765,24 +906,98 @@ def size_arithmetic_is_no_npu_op(ctx):
 
 
 REMOVED_FROM_NPU = ("gelu", "add")
+# devices, each lacking some kernels, and the graphs asked about on each: any entry of NPU_OPS can be missing,
+# the layout ops (t, view, permute, ...) and the NPU's own fused op included
+CHANGED_DEVICES = (
+    (REMOVED_FROM_NPU, (("residual", "make_fx"), ("residual", "dynamo"))),
+    (("t", "view", "permute", "transpose", "reshape", "linear_gelu"),
+     (("mlp_3d", "make_fx"), ("fused_linear_gelu", "dynamo"))),
+)
+
+
+def expect_follows_changed_npu(ctx: Context, gm: torch.fx.GraphModule, how: str, removed) -> None:
+    """classify(gm) of the attempt imported again while katas.common.npu.NPU_OPS lacks `removed` agrees with the
+    reference's canonical ops tested against that set."""
+    got = ctx.probe(probes.probe_classify_on_changed_npu, gm, list(removed))
+    npu = NPU_OPS - frozenset(removed)
+    submodules = dict(gm.named_modules())
+    for node in gm.graph.nodes:
+        if node.op not in CALL_OPS:
+            continue
+        op = ctx.reference.canonical_op(node, submodules)
+        want = "npu" if op in npu else "cpu"
+        if got.get(node.name) == want:
+            continue
+        lost = f"{op!r} is one of the kernels it lost" if op in removed else f"{op!r} is still in NPU_OPS"
+        raise CheckFailed(
+            f"The NPU's op set changed: katas.common.npu.NPU_OPS lost {', '.join(removed)} (a device without those "
+            f"kernels), then your module was imported and asked. classify on {how} said {got.get(node.name)!r} for "
+            f"{node_text(node, submodules)}, expected {want!r}: {lost}. Test membership in katas.common.npu's "
+            f"NPU_OPS for every op: a copy of the set, or a table of your own that says which ops are always NPU ops "
+            f"(layout ops, the fused op), does not follow the device.")
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
 def npu_ops_is_read_from_katas_common(ctx):
-    "an NPU without gelu and add kernels: with katas.common.npu.NPU_OPS changed, classify follows it"
-    for name, method in (("residual", "make_fx"), ("residual", "dynamo")):
-        gm = zoo_graph(name, method)
-        how = zoo_how(name, method)
-        got = ctx.probe(probes.probe_classify_on_changed_npu, gm, list(REMOVED_FROM_NPU))
-        npu = NPU_OPS - frozenset(REMOVED_FROM_NPU)
+    "NPUs without some kernels (gelu and add; layout ops and linear_gelu): with NPU_OPS changed, classify follows it"
+    for removed, graphs in CHANGED_DEVICES:
+        for name, method in graphs:
+            expect_follows_changed_npu(ctx, zoo_graph(name, method), zoo_how(name, method), removed)
+
+
+# --- in-place forms, dtypes, and generated programs -------------------------------------------------------
+
+# x.relu_(), h.add_(y), h += y (operator.iadd), torch.relu_, torch.ops.aten.relu_ next to their functional forms
+INPLACE_STEPS = ("linear", "relu_inplace_method", "add_inplace_method", "add_inplace_operator",
+                 "relu_inplace_function", "aten_relu_inplace_packet", "relu_method", "add")
+INPLACE_PROGRAMS = tuple(programs.ProgramSpec(INPLACE_STEPS, capture) for capture in ("symbolic_trace", "dynamo",
+                                                                                       "make_fx"))
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def in_place_forms_are_not_their_functional_op(ctx):
+    "in-place forms (x.relu_(), aten.add_.Tensor, operator.iadd) are not relu or add: names are exact, 'cpu'"
+    for spec in INPLACE_PROGRAMS:
+        gm, how = program_graph(spec), program_how(spec)
         submodules = dict(gm.named_modules())
+        verdicts = attempt_classify(ctx, gm, how)
         for node in gm.graph.nodes:
-            if node.op not in CALL_OPS:
-                continue
-            want = "npu" if ctx.reference.canonical_op(node, submodules) in npu else "cpu"
-            expect(got.get(node.name) == want,
-                   f"The NPU's op set changed: katas.common.npu.NPU_OPS lost {', '.join(REMOVED_FROM_NPU)} (a "
-                   f"device without those kernels), and your module was imported again. classify on {how} then "
-                   f"said {got.get(node.name)!r} for {node_text(node, submodules)}, expected {want!r}. Import "
-                   f"NPU_OPS from katas.common.npu and test membership in it: a copy of the set, or a table of your "
-                   f"own that says which ops are NPU ops, does not follow the device.")
+            if node.op in CALL_OPS and functional_form(node) is not None:
+                expect_node_agrees(ctx, node, submodules, verdicts, how)
+        expect_graph_agrees(ctx, gm, how)
+
+
+# graphs of NPU ops only, in float64 and float16: support goes by op name, never by dtype
+DTYPE_PROGRAMS = (programs.ProgramSpec(("linear", "relu_function", "add", "kata_linear_gelu_overload"), "make_fx",
+                                       "float64"),
+                  programs.ProgramSpec(("linear", "relu_method", "add", "aten_sigmoid_packet"), "make_fx_pre_dispatch",
+                                       "float16"),
+                  programs.ProgramSpec(("linear", "relu_module", "add"), "dynamo", "float64"))
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def support_ignores_dtype(ctx):
+    "a graph of NPU ops in float64 or float16 is 100% NPU: is_node_supported looks at the op, not the dtype"
+    for spec in DTYPE_PROGRAMS:
+        expect_fully_on_npu(ctx, program_graph(spec), program_how(spec))
+
+
+# kernels a generated device may lack: any NPU op the programs use
+REMOVABLE = ("linear", "addmm", "t", "permute", "view", "reshape", "relu", "sigmoid", "add", "mul", "linear_gelu")
+
+
+@CHECKS.check(stage="edge_cases", weight=3)
+def generated_programs_agree_with_reference(ctx):
+    "random small programs (every step kind of the lesson) in every capture, dtype and device, node by node"
+    strategy = programs.program_specs(max_steps=4 if ctx.deep else 3, removable=REMOVABLE)
+
+    def prop(spec) -> None:
+        gm = programs.capture_program(spec)
+        how = f"the {spec.capture} graph of the program below"
+        if spec.removed:
+            expect_follows_changed_npu(ctx, gm, how, spec.removed)
+        else:
+            expect_graph_agrees(ctx, gm, how)
+
+    fuzz(ctx, strategy, prop, describe=programs.describe_program,
+         max_examples=ctx.max_examples if ctx.deep else 4)

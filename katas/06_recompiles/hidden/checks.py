@@ -155,15 +155,19 @@ def calls_of(*items) -> list[tuple]:
 SIZES = st.integers(min_value=1, max_value=5)
 
 
-def call_sequences(max_calls: int = 10) -> st.SearchStrategy[list[tuple]]:
-    """Calls of scaled_relu: x of rank 1 to 3 with sizes 1..5 (rank fixed per sequence, as a model's input is),
-    n in 0..3, float32 or float16. Shrinks toward short sequences of small, equal, float32 calls."""
-    def of_rank(rank: int):
-        call = st.tuples(st.tuples(*[SIZES] * rank), st.integers(min_value=0, max_value=3),
-                         st.sampled_from(("float32", "float16")))
-        return st.lists(call, min_size=1, max_size=max_calls)
-
-    return st.integers(min_value=1, max_value=3).flatmap(of_rank)
+@st.composite
+def call_sequences(draw, max_calls: int = 10) -> list[tuple]:
+    """Calls of scaled_relu varying along every input axis the lesson's rules name: x of rank 1 to 3 with sizes
+    1..5 (a sequence keeps its rank, as a model's input does, or changes it now and then: rule 5's rank change),
+    n in 0..3, float32 or float16. Shrinks toward short sequences of small, equal, float32 calls of one rank."""
+    rank = draw(st.integers(min_value=1, max_value=3))
+    calls = []
+    for _ in range(draw(st.integers(min_value=1, max_value=max_calls))):
+        if draw(st.integers(min_value=0, max_value=5)) == 5:  # about one call in six changes the rank
+            rank = draw(st.integers(min_value=1, max_value=3))
+        calls.append((draw(st.tuples(*[SIZES] * rank)), draw(st.integers(min_value=0, max_value=3)),
+                      draw(st.sampled_from(("float32", "float16")))))
+    return calls
 
 
 def describe_calls(calls: list[tuple]) -> str:
@@ -229,6 +233,13 @@ def dtype_change_compiles_again(ctx):
     """dynamic=None: a new dtype is a new graph, symbolic where sizes have changed before"""
     calls = calls_of((2, 4), ((2, 4), 1, "float16"), ((3, 4), 1, "float16"), (3, 4), (5, 4))
     compare_predictions(ctx, calls, None, AUTOMATIC)
+
+
+@CHECKS.check(stage="automatic", weight=2)
+def changed_rank_makes_every_dimension_symbolic(ctx):
+    """dynamic=None: once x's rank changes, every dimension of x is symbolic in every later graph"""
+    compare_predictions(ctx, calls_of((2, 4), (2, 4, 5), (2, 4, 6), (2, 5)), None, AUTOMATIC)
+    compare_predictions(ctx, calls_of((3,), (3, 3), (4, 5), (2, 4, 1)), None, AUTOMATIC)
 
 
 @CHECKS.check(stage="automatic", weight=3)

@@ -7,9 +7,6 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = (
-    "random_calls_automatic", "random_calls_dynamic", "recompile_limit_then_eager", "sizes_0_and_1_stay_static",
-    "static_graph_per_shape_dtype_and_int",
-)
+KILLED_BY = ('random_calls_automatic', 'random_calls_dynamic', 'recompile_limit_then_eager', 'sizes_0_and_1_stay_static', 'static_graph_per_shape_dtype_and_int')
 
 _ref._served = lambda graphs, call: bool(graphs) and graphs[-1].accepts(call)

@@ -9,8 +9,6 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = (
-    "buckets_in_any_order", "one_program_per_bucket", "random_models_and_batches", "smallest_bucket_that_fits",
-)
+KILLED_BY = ('buckets_in_any_order', 'one_program_per_bucket', 'random_models_and_batches', 'smallest_bucket_that_fits')
 
 _ref.BucketedNPU._bucket_for = lambda self, batch: self.buckets[-1] if batch <= self.buckets[-1] else None
