@@ -97,3 +97,322 @@ def linear_gelu_calls() -> st.SearchStrategy[dict]:
         "seed": st.integers(min_value=0, max_value=2**16),
         "x_requires_grad": st.booleans().map(lambda b: not b),
     })
+
+
+# --- kata 2: graph breaks ------------------------------------------------------------------------------------
+
+def suspect_shapes(*, min_dims: int = 1, max_dims: int = 3, max_side: int = 4,
+                   min_numel: int = 1) -> st.SearchStrategy[tuple[int, ...]]:
+    """Tensor shapes of min_dims..max_dims dimensions, each of size 1..max_side, with at least `min_numel`
+    elements: kata 2's suspects take x of any such shape (a fix written for a vector must still count, average
+    and normalise over every element of a matrix). Shrinks toward one dimension of the smallest size allowed."""
+    shapes = st.lists(st.integers(min_value=1, max_value=max_side), min_size=min_dims, max_size=max_dims).map(tuple)
+
+    def numel(shape: tuple[int, ...]) -> int:
+        count = 1
+        for d in shape:
+            count *= d
+        return count
+
+    return shapes.filter(lambda shape: numel(shape) >= min_numel)
+
+
+def logger_tweaks() -> st.SearchStrategy[dict]:
+    """What a user may have set on one logger before calling kata 2's finder, as plain data: a level (None: left
+    as it was), a propagate flag (None: left), `disabled`, and a handler and a filter of their own. Shrinks toward
+    nothing changed."""
+    return st.fixed_dictionaries({
+        "level": st.sampled_from((None, 0, 10, 20, 30, 40)),
+        "propagate": st.sampled_from((None, False, True)),
+        "disabled": st.booleans(),
+        "handler": st.booleans(),
+        "filter": st.booleans(),
+    })
+
+
+def user_logging_settings() -> st.SearchStrategy[dict]:
+    """A user's logging state before kata 2's finder runs, as plain data: what they switched on with
+    torch._logging.set_logs, their tweaks (see `logger_tweaks`) on each logger a finder may touch (the
+    graph-break artifact loggers, `torch.__trace`, the `.item()` hint logger `torch._dynamo.variables.tensor`,
+    their parent `torch._dynamo`) and whether they had a warnings filter of their own. Shrinks toward torch's
+    defaults."""
+    return st.fixed_dictionaries({
+        "set_logs": st.sampled_from(({}, {"graph_breaks": True}, {"graph_breaks": True, "recompiles": True},
+                                     {"recompiles": True})),
+        "loggers": st.fixed_dictionaries({role: logger_tweaks() for role in ("graph_breaks", "trace", "hint",
+                                                                              "dynamo")}),
+        "warnings_filter": st.booleans(),
+    })
+
+
+# --- kata 9: int8 quantization ------------------------------------------------------------------------------
+
+INT8_PROGRAM_OPS = ("linear", "relu", "add", "gelu", "add_scalar", "add_alpha")
+INT8_PROGRAM_INPLACE_OPS = ("relu", "add")  # steps whose last field asks for the in-place form (relu_, add_)
+
+
+def int8_programs(*, max_inputs: int = 2, max_steps: int = 5) -> st.SearchStrategy[tuple]:
+    """Small dataflow models for kata 9, as plain hashable data: ("program", inputs, width, steps, extra, seed).
+
+    Values 0..inputs-1 are the model's inputs (each (batch, width)); step k makes value inputs + k from earlier
+    values: ("linear", src, bias), ("relu", src, in_place), ("gelu", src), ("add", a, b, in_place) (b is a about
+    half the time: `z + z`), ("add_scalar", src) (`h + 0.5`), ("add_alpha", a, b) (`torch.add(a, b, alpha=-0.5)`).
+    The model returns every value no step reads, and `extra` too when it is not None (a value also returned).
+    In-place forms apply only where they change nothing (kata 9's probes.program_plan). Shrinks toward one
+    input, width 1, one Linear with a bias."""
+    return _int8_program(max_inputs, max_steps)
+
+
+@st.composite
+def _int8_program(draw, max_inputs: int, max_steps: int) -> tuple:
+    inputs = draw(st.integers(min_value=1, max_value=max_inputs))
+    width = draw(WIDTHS)
+    count = draw(st.integers(min_value=1, max_value=max_steps))
+    steps = []
+    for k in range(count):
+        value = st.integers(min_value=0, max_value=inputs + k - 1)
+        kind = draw(st.sampled_from(INT8_PROGRAM_OPS))
+        first = draw(value)
+        if kind == "linear":
+            steps.append(("linear", first, draw(st.booleans().map(lambda b: not b))))
+        elif kind == "relu":
+            steps.append(("relu", first, draw(st.booleans())))
+        elif kind in ("gelu", "add_scalar"):
+            steps.append((kind, first))
+        elif kind == "add":
+            steps.append(("add", first, draw(st.one_of(st.just(first), value)), draw(st.booleans())))
+        else:
+            steps.append(("add_alpha", first, draw(value)))
+    extra = draw(st.one_of(st.none(), st.integers(min_value=inputs, max_value=inputs + count - 1)))
+    return ("program", inputs, width, tuple(steps), extra, draw(st.integers(min_value=0, max_value=2**16)))
+
+
+SQNR_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def sqnr_pairs() -> st.SearchStrategy[tuple]:
+    """(reference, actual) tensor pairs of one shape and one float dtype (SQNR_DTYPES), for kata 9's sqnr: values
+    up to 1000 (a float16 square overflows past 256), actual = reference plus noise 0, a millionth (near-equal: what
+    torch.allclose calls equal), a hundredth or as large as the signal, rounded to the dtype. Shrinks toward
+    float32, no noise."""
+    import torch
+
+    def build(drawn) -> tuple:
+        values, noise_values, scale, noise, dtype = drawn
+        reference = torch.tensor(values, dtype=torch.float64) * scale
+        if not bool(reference.any()):
+            reference[0] = scale  # a reference with no signal at all has no SQNR worth stating
+        actual = reference + torch.tensor(noise_values, dtype=torch.float64) * scale * noise
+        return reference.to(getattr(torch, dtype)), actual.to(getattr(torch, dtype))
+
+    def of_size(n: int) -> st.SearchStrategy:
+        unit = st.lists(st.floats(min_value=-1.0, max_value=1.0, width=32), min_size=n, max_size=n)
+        return st.tuples(unit, unit, st.sampled_from((1.0, 300.0, 1000.0, 1e-3)),
+                         st.sampled_from((0.0, 1e-6, 1e-2, 1.0)), st.sampled_from(SQNR_DTYPES))
+
+    return st.integers(min_value=1, max_value=16).flatmap(of_size).map(build)
+
+
+# --- kata 1: graph dialects ---------------------------------------------------------------------------------
+
+DIALECT_PROGRAM_LEAVES = ("core", "linear", "custom")
+DIALECT_PROGRAM_HOPS = ("cond", "map", "no_grad", "autocast", "wrap")
+
+
+def dialect_program_bodies(hops=DIALECT_PROGRAM_HOPS, max_depth: int = 3) -> st.SearchStrategy[tuple]:
+    """Kata 1's program bodies, as plain hashable trees (katas/01_dialects/hidden/programs.py builds them): leaves
+    ("core",) relu(h) * 2, ("linear",) a Linear, ("custom",) kata::linear_gelu; ("seq", a, b); and higher-order
+    ops from `hops` nesting up to `max_depth` deep: ("cond", true_body, false_body) with branches drawn apart (so
+    one branch may hold another level than the other), ("map", body), ("no_grad", body), ("autocast", body),
+    ("wrap", body). Shrinks toward one core leaf, then shallower trees."""
+    leaves = st.sampled_from(DIALECT_PROGRAM_LEAVES).map(lambda kind: (kind,))
+
+    def deeper(depth: int) -> st.SearchStrategy[tuple]:
+        if depth == 0 or not hops:
+            return leaves
+        inner = deeper(depth - 1)
+        options = [leaves, st.tuples(st.just("seq"), inner, inner)]
+        for hop in hops:
+            if hop == "cond":
+                options.append(st.tuples(st.just("cond"), inner, inner))
+            else:
+                options.append(st.tuples(st.just(hop), inner))
+        return st.one_of(*options)
+
+    return deeper(max_depth)
+
+
+def dialect_programs(captures, *, dynamic_captures=(), hops_for=None, sizes=("none", "int", "float", "bool"),
+                     edits=("none", "dead_subgraphs", "partitioned"), max_depth: int = 3) -> st.SearchStrategy[tuple]:
+    """("program", body, sizes, method, dynamic, edit) for kata 1's differential fuzz: a body
+    (`dialect_program_bodies`, with the higher-order ops `hops_for[method]` allows), the size arithmetic multiplied
+    into the result ("int" sym_max(b * 2, 2), "float" sym_float(b) / 2, "bool" b > 1; b = x.shape[0]: SymInt,
+    SymFloat, SymBool with a symbolic batch, plain numbers in static captures that record them), a capture
+    from `captures`, a symbolic batch size where `dynamic_captures` allow it, and how a pass then edits the graph
+    (`edits`). Shrinks toward a core leaf, no sizes, the first capture, static shapes, no edit."""
+
+    def for_method(method: str) -> st.SearchStrategy[tuple]:
+        hops = tuple((hops_for or {}).get(method, DIALECT_PROGRAM_HOPS))
+        dynamic = st.booleans() if method in dynamic_captures else st.just(False)
+        return st.tuples(st.just("program"), dialect_program_bodies(hops, max_depth), st.sampled_from(sizes),
+                         st.just(method), dynamic, st.sampled_from(edits))
+
+    return st.sampled_from(tuple(captures)).flatmap(for_method)
+
+
+# --- kata 7: custom ops ---------------------------------------------------------------------------------------
+
+LINEAR_GELU_DTYPES = ("float32", "float64", "float16", "bfloat16")  # the NPU's dtypes: forward and backward
+LINEAR_GELU_DEVICES = ("cpu", "meta")  # meta: a device whose tensors have no data, as a fake kernel's inputs may
+
+
+def linear_gelu_calls_any_dtype() -> st.SearchStrategy[dict]:
+    """`linear_gelu_calls` with every dtype the NPU runs (LINEAR_GELU_DTYPES: float32, float64, float16, bfloat16).
+    Kata 7's fake-kernel probe runs each call on every device of LINEAR_GELU_DEVICES. Shrinks toward float32."""
+    return st.tuples(linear_gelu_calls(), st.sampled_from(LINEAR_GELU_DTYPES)).map(
+        lambda drawn: {**drawn[0], "dtype": drawn[1]})
+
+
+def linear_gelu_call_pairs() -> st.SearchStrategy[tuple[dict, dict]]:
+    """Two calls of the fused op made before one backward (two layers of a model): the second differs from the
+    first in approximate and in having a bias, so a backward that reads state left by the last forward call
+    instead of its own gets the first call's gradients wrong. Shrinks toward float32 calls."""
+    def second(first: dict) -> st.SearchStrategy[dict]:
+        return linear_gelu_calls_any_dtype().map(lambda other: {
+            **other, "approximate": "tanh" if first["approximate"] == "none" else "none",
+            "bias": not first["bias"], "x_requires_grad": True})
+
+    return linear_gelu_calls_any_dtype().flatmap(lambda first: st.tuples(st.just(first), second(first)))
+
+
+# where the out= variant's `out` lives: a tensor of its own, one slot of a larger buffer (a runtime's arena:
+# contiguous, at an offset), or a slice of its columns (not contiguous); kata 7's out= check tries each
+OUT_BUFFER_LAYOUTS = ("fresh", "a slot of a larger buffer", "columns of a larger buffer")
+
+
+GRAD_LAYOUT_GELU_FORMS = ("F.gelu(z)", "nn.GELU()", "nn.GELU('tanh')")
+IN_PLACE_WRITES = ("t.mul_(0.5)", "t += 1", "t[0] = 0", "F.relu(t, inplace=True)", "torch.relu_(t)",
+                   "torch.mul(t, 0.5, out=t)")
+
+
+def grad_mode_layouts() -> st.SearchStrategy[tuple]:
+    """Kata 7's rewrite inputs, as plain data: ("layout", steps, gelu form, seed). `steps` is the forward pass in
+    program order, each (kind, grad_on): "linear" (z = fc(t)), "gelu" (h = gelu(z)), "reader" (the first reader of
+    h), maybe "reader2" (a second reader), maybe "unrelated" (a value computed from x alone) and maybe one in-place
+    write to t, the pair's input (a kind of IN_PLACE_WRITES), anywhere. A run of steps with grad off is one
+    `with torch.no_grad():` block, so the readers and the unrelated value land before, inside or after blocks, and
+    the write before, between or after the pair and its first reader. Shrinks toward a pair and its reader with
+    grad on."""
+    return _grad_mode_layout()
+
+
+@st.composite
+def _grad_mode_layout(draw) -> tuple:
+    kinds = ["linear", "gelu", "reader"]
+    if draw(st.booleans()):
+        kinds.append("reader2")
+    for extra in ("unrelated", "write"):
+        if draw(st.booleans()):
+            kind = draw(st.sampled_from(IN_PLACE_WRITES)) if extra == "write" else extra
+            kinds.insert(draw(st.integers(min_value=0, max_value=len(kinds))), kind)
+    modes = draw(st.lists(st.booleans().map(lambda b: not b), min_size=len(kinds), max_size=len(kinds)))
+    return ("layout", tuple(zip(kinds, modes)), draw(st.sampled_from(GRAD_LAYOUT_GELU_FORMS)),
+            draw(st.integers(min_value=0, max_value=2**16)))
+
+
+# --- kata 5: NPU backend ------------------------------------------------------------------------------------
+
+NPU_WORKLOAD_PARAMETERS = ("fc1.weight", "fc1.bias", "fc2.weight")  # what a weight change edits in place
+NPU_WORKLOAD_FACTORS = (-0.5, 2.0, 0.25)
+NPU_WORKLOAD_SLOTS = 8  # katas.common.npu.MAX_RESIDENT_PROGRAMS: every workload fills program memory, then asks more
+
+
+def npu_workloads(*, slots: int = NPU_WORKLOAD_SLOTS, leading=("batch", "batch and sequence"),
+                  dtypes=("float32",), refusals=(2, 3)) -> st.SearchStrategy[tuple]:
+    """Kata 5's workloads, as plain data: ("workload", leading, requires_grad, dtype, events).
+
+    `leading` is "batch" (the `mlp` zoo model, inputs (b, 4)) or "batch and sequence" (`mlp_3d`, inputs (b, s, 4));
+    `requires_grad` is what `model.requires_grad_(...)` set before compiling (every call runs under no_grad);
+    events are ("call", leading dims, fault) -- one call of the compiled model, `fault` an injected device fault --
+    and ("scale", parameter name, factor), an in-place change of one parameter. The first two calls differ in every
+    leading dim, so that Dynamo's second graph is symbolic in all of them and serves every later call. Then: 1 to 3
+    new shapes, repeats (some of them faulted), 1 or 2 weight changes, each followed by a repeat of a shape compiled
+    before it (the partition drops 2 or more stale programs there) and maybe new shapes; then new shapes until program
+    memory is full, `refusals` more new shapes (each refused, each its own warning), a refused one again, and a shape
+    that has a program again. No size is 0 or 1 (Dynamo specialises those). Shrinks toward requires_grad False, the
+    first leading kind, one weight change."""
+    return _npu_workload(slots, tuple(leading), tuple(dtypes), tuple(refusals))
+
+
+@st.composite
+def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, refusals: tuple) -> tuple:
+    kind = draw(st.sampled_from(leading))
+    requires_grad = draw(st.booleans())
+    dtype = draw(st.sampled_from(dtypes))
+    if kind == "batch":
+        candidates = [(b,) for b in range(2, 26)]
+    else:
+        candidates = [(b, s) for b in range(2, 7) for s in range(2, 8)]
+    pool = list(draw(st.permutations(candidates)))
+    first = pool.pop(0)
+    second = next(s for s in pool if all(a != b for a, b in zip(s, first)))
+    pool.remove(second)
+    events: list[tuple] = [("call", first, False), ("call", second, False)]
+    programs = {second}  # shapes the second (symbolic) graph holds a program for, since the last weight change
+
+    def new_shape() -> None:
+        shape = pool.pop(0)
+        events.append(("call", shape, False))
+        programs.add(shape)
+
+    def repeat(among: set, *, fault_allowed: bool = True) -> None:
+        shape = draw(st.sampled_from(sorted(among)))
+        fault = fault_allowed and shape in programs and draw(st.booleans())
+        events.append(("call", shape, fault))
+        programs.add(shape)
+
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        new_shape()
+    if draw(st.booleans()):
+        repeat(programs | {first})
+    for _ in range(draw(st.integers(min_value=1, max_value=2))):
+        events.append(("scale", draw(st.sampled_from(NPU_WORKLOAD_PARAMETERS)),
+                       draw(st.sampled_from(NPU_WORKLOAD_FACTORS))))
+        before, programs = set(programs), set()
+        repeat(before, fault_allowed=False)  # the first call after the change: stale programs go, this one compiles
+        for _ in range(draw(st.integers(min_value=0, max_value=2))):
+            new_shape()
+        if draw(st.booleans()):
+            repeat(programs)
+    while 1 + len(programs) < slots:  # the first graph keeps its one (stale) program: it is never called again
+        new_shape()
+    refused = []
+    for _ in range(draw(st.sampled_from(refusals))):
+        shape = pool.pop(0)
+        events.append(("call", shape, False))
+        refused.append(shape)
+    events.append(("call", draw(st.sampled_from(refused)), False))
+    events.append(("call", draw(st.sampled_from(sorted(programs))), draw(st.booleans())))
+    return ("workload", kind, requires_grad, dtype, tuple(events))
+
+
+# --- kata 8: export and AOT lowering ------------------------------------------------------------------------
+# Plans of kata 8's fuzz models (built by katas/08_export_aot/hidden/probes.py, ProgramModel). Each list starts
+# with its most demanding value: Hypothesis tries the first values first and shrinks towards them, so even a run of
+# three examples meets every axis at least once.
+AOT_PROGRAM_AXES = {
+    "inputs": (2, 3, 1),                                  # independent batches: input i has batch b + 2i
+    "outputs": (3, 2, 1),                                 # outputs of the first NPU island: Linear(h), z, a
+    "batch_at": (1, 0),                                   # where the batch sits after an unsqueeze
+    "cast": ("float64", "float16", "none"),               # a dtype cast and back (_to_copy)
+    "view_dtype": ("int32", "float16", "none"),           # aten.view.dtype: a dtype-changing view
+    "layout": ("transpose_reshape", "none"),              # a reshape of a transposed tensor: clone, then view
+    "symbolic": (2, 1),                                   # a view with two symbolic sizes (h @ h.T) or not
+    "activation": ("gelu", "layer_norm", "relu", "silu", "sin"),
+}
+
+
+def aot_program_plans() -> st.SearchStrategy[dict]:
+    """Kata 8's fuzz models as plain data: number of inputs, outputs per NPU island, where the batch sits in views,
+    casts, view.dtype, contiguity (transpose then reshape), one or two symbolic sizes, a CPU op or not."""
+    return st.fixed_dictionaries({axis: st.sampled_from(values) for axis, values in AOT_PROGRAM_AXES.items()})

@@ -44,8 +44,9 @@ def _namespace(op: torch._ops.OpOverload | torch._ops.OpOverloadPacket) -> str:
 
 
 def _recorded_value(node: torch.fx.Node) -> object:
-    """The value the capture recorded for the node: meta["val"] (export, make_fx, aot_autograd) or
-    meta["example_value"] (Dynamo); None when it recorded none (symbolic_trace records nothing)."""
+    """The value the capture recorded for the node: meta["val"] (export, make_fx, aot_autograd) or, when the node
+    has no "val" key, meta["example_value"] (Dynamo); None when it recorded none (symbolic_trace records nothing).
+    A "val" that is present decides even when it is None."""
     for key in ("val", "example_value"):
         if key in node.meta:
             return node.meta[key]

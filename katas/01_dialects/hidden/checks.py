@@ -23,7 +23,7 @@ from katas.common import capture, describe, example_input
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES
 from katas.common.models import WRAPPINGS, build_mlp, describe_wrapping, wrap_model
 from katas.common.naming import target_name
-from katas.common.strategies import capture_plans, mlp_specs
+from katas.common.strategies import capture_plans, dialect_programs, mlp_specs
 from katas.common.zoo import ZOO
 
 CHECKS = Checks()
@@ -32,6 +32,7 @@ HIGH_LEVELS = ("module", "torch")  # the dialects of module- and torch-level nod
 
 
 probes = load_module(Path(__file__).with_name("probes.py"), "kata01_dialects_probes")  # asked where the attempt runs
+programs = load_module(Path(__file__).with_name("programs.py"), "kata01_dialects_programs")  # generated models
 
 
 def value(dialect) -> str | None:
@@ -139,6 +140,23 @@ def expect_answer(answer: str | None, expected: str | None, asked: str, why: str
     expect(answer == expected, f"{asked} returned {answer!r}, expected {expected!r}: {why}\ngraph: {graph_summary(graph)}")
 
 
+def expect_program(ctx: Context, program: tuple, expected: str, why: str, *, gm: torch.fx.GraphModule | None = None) -> None:
+    """A generated program (programs.py): every node the program holds (subgraphs its higher-order ops call
+    included) as the reference answers, then the graph as `expected` (the lesson's answer; "mixed" for
+    MixedDialectError)."""
+    gm = programs.program_graph(program) if gm is None else gm
+    how = "the program below"
+    for node in all_nodes(gm):
+        want = value(ctx.reference.node_dialect(node))
+        got = value(ctx.attempt.node_dialect(node))
+        expect(got == want, f"node_dialect({node_text(node)}) returned {got!r}, expected {want!r}: {why}\n"
+                            f"{programs.describe_program(program)}")
+    if expected == "mixed":
+        expect_mixed(ctx, gm, f"{how}: {programs.describe_program(program)}", why)
+    else:
+        expect_graph(ctx, gm, expected, f"{how}: {programs.describe_program(program)}\n", why)
+
+
 # --- MixedDialectError: the exception, and the two nodes its message must name ---------------------------------
 
 QUOTED = re.compile(r"""['"]([^'"\s]+)['"]""")
@@ -229,6 +247,11 @@ def torch_level_calls_are_torch(ctx):
     expect_node(ctx, find_node(gm, lambda n: n.op == "call_function", "call_function"), "torch",
                 "symbolic_trace records no values, and a call_function without a recorded value is not shape "
                 "arithmetic: F.linear is torch-level")
+    gm = torch.fx.symbolic_trace(lambda x: torch.ops.aten.relu.default(x) * 2)
+    expect_node(ctx, find_node(gm, lambda n: n.target is operator.mul, "operator.mul"), "torch",
+                "symbolic_trace records no values: a call_function with no recorded value is torch-level, an "
+                "operator.mul too (symbolic_trace of `torch.ops.aten.relu.default(x) * 2`); only a recorded size "
+                "makes it neutral")
     gm = captured("attention", "symbolic_trace")
     expect_node(ctx, find_node(gm, lambda n: n.op == "call_method", "call_method"), "torch",
                 "a call_method node (x.softmax(...), x.transpose(...)) is a torch-level tensor method")
@@ -301,25 +324,88 @@ def higher_order_ops_are_neutral(ctx):
     node = find_node(gm, lambda n: isinstance(n.target, torch._ops.HigherOrderOperator), "wrap_with_set_grad_enabled")
     expect_node(ctx, node, None, "export puts a `torch.no_grad()` block in a subgraph called by the higher-order op "
                                  "wrap_with_set_grad_enabled (that node is named after the block's first op)")
+    gm = programs.unedited_graph(("seq", ("core",), ("map", ("linear",))), "none", "export", False)
+    expect_node(ctx, find_node(gm, lambda n: isinstance(n.target, torch._ops.HigherOrderOperator), "map_impl"), None,
+                "torch._higher_order_ops.map is a HigherOrderOperator too (map_impl): every higher-order op is "
+                "neutral, not only the ones the lesson names; recognise them with isinstance, not by name")
+    gm = programs.unedited_graph(("wrap", ("core",)), "none", "dynamo", False)
+    expect_node(ctx, find_node(gm, lambda n: isinstance(n.target, torch._ops.HigherOrderOperator), "wrap"), None,
+                "Dynamo keeps torch._higher_order_ops.wrap.wrap as the higher-order op `wrap`: neutral like any "
+                "other (isinstance(target, torch._ops.HigherOrderOperator))")
+
+
+def expect_value_decides(ctx: Context, size_node: torch.fx.Node, tensor_node: torch.fx.Node, how: str) -> None:
+    """Two nodes with one target, one recording a size and one a tensor: None and TORCH. Asked in both orders, so
+    an answer cached by target is caught whichever node an earlier check asked first."""
+    target = target_name(size_node.target)
+    answers = [(node, value(ctx.attempt.node_dialect(node))) for node in (size_node, tensor_node, size_node)]
+    got_size, got_tensor = answers[0][1], answers[1][1]
+    if got_size == got_tensor or answers[2][1] != got_size:
+        raise CheckFailed(
+            f"node_dialect gave {got_size!r} for {node_text(size_node)} (recorded value: "
+            f"{type(probes_value(size_node)).__name__}) and {got_tensor!r} for {node_text(tensor_node)} (recorded "
+            f"value: a tensor) in {how}; expected None and 'torch'. Both call {target}: the answer depends on the "
+            f"node's recorded value (meta['val'], else meta['example_value']), not on its target. Look at your "
+            f"value test, and at any cache or table keyed by node.target: the same target must get different "
+            f"answers here")
+    expect(got_size is None and got_tensor == "torch",
+           f"node_dialect({node_text(size_node)}) returned {got_size!r} and node_dialect({node_text(tensor_node)}) "
+           f"returned {got_tensor!r} in {how}; expected None (a size: shape arithmetic) and 'torch' (a tensor)")
+
+
+def probes_value(node: torch.fx.Node) -> object:
+    return node.meta["val"] if "val" in node.meta else node.meta.get("example_value")
+
+
+SIZE_KINDS = {torch.SymInt: "SymInt", torch.SymFloat: "SymFloat", torch.SymBool: "SymBool", bool: "bool", int: "int",
+              float: "float"}
+
+
+def _size_kind(node: torch.fx.Node) -> str | None:
+    recorded = probes_value(node)
+    for kind, name in SIZE_KINDS.items():  # bool before int: a bool is an int
+        if type(recorded) is kind or (kind in (torch.SymInt, torch.SymFloat, torch.SymBool) and isinstance(recorded, kind)):
+            return name
+    return None
 
 
 @CHECKS.check(stage="nodes", weight=1)
 def shape_arithmetic_is_neutral(ctx):
-    "arithmetic on sizes (SymInt values) is neutral; aten.sym_size.int is an aten op"
+    "arithmetic on sizes (SymInt, SymFloat, SymBool, int, float, bool values) is neutral; aten.sym_size.int is an aten op"
     gm = captured("split_gate", "export", dynamic=True)
-    is_size_mul = lambda n: n.target is operator.mul  # noqa: E731
-    expect_node(ctx, find_node(gm, is_size_mul, "operator.mul on sizes"), None,
-                "with a symbolic batch, export computes the reshape's size batch * tokens with operator.mul; its "
-                "meta['val'] is a SymInt: shape arithmetic, not a tensor op")
+    size_mul = find_node(gm, lambda n: n.target is operator.mul, "operator.mul on sizes")
+    gm_dynamo = captured("split_gate", "dynamo", dynamic=True)
+    tensor_mul = find_node(gm_dynamo, lambda n: n.target is operator.mul and isinstance(n.meta.get("example_value"),
+                                                                                        torch.Tensor), "operator.mul on tensors")
+    expect_value_decides(ctx, size_mul, tensor_mul, "export (symbolic batch) and Dynamo graphs of `split_gate`")
+    dynamo_size_mul = find_node(gm_dynamo, lambda n: n.target is operator.mul and isinstance(n.meta.get("example_value"),
+                                                                                             torch.SymInt), "operator.mul on sizes")
+    expect_node(ctx, dynamo_size_mul, None,
+                "Dynamo records the value in meta['example_value'] (the node has no 'val'): a SymInt here, so shape "
+                "arithmetic")
     expect_node(ctx, find_node(gm, lambda n: n.target == aten.sym_size.int, "aten.sym_size.int"), "core_aten",
-                "aten.sym_size.int is an aten OpOverload, tagged torch.Tag.core")
-    gm = captured("split_gate", "dynamo", dynamic=True)
-    size_mul = find_node(gm, lambda n: n.target is operator.mul and isinstance(n.meta.get("example_value"), torch.SymInt),
-                         "operator.mul on sizes")
-    expect_node(ctx, size_mul, None, "Dynamo records the value in meta['example_value']: a SymInt here, so shape arithmetic")
-    tensor_mul = find_node(gm, lambda n: n.target is operator.mul and isinstance(n.meta.get("example_value"), torch.Tensor),
-                           "operator.mul on tensors")
-    expect_node(ctx, tensor_mul, "torch", "the same operator.mul on tensors (its example_value is a tensor) is torch-level")
+                "aten.sym_size.int is an aten OpOverload, tagged torch.Tag.core: the OpOverload rows come before the "
+                "rule for sizes")
+    seen = set()
+    for method, dynamic in (("export", True), ("dynamo", False), ("symbolic_trace_values", False)):
+        graph = programs.capture_program(("core",), "all", method, dynamic)
+        how = f"{method}{' with a symbolic batch b' if dynamic else ''} of `relu(x) * 2" \
+              f"{programs.describe_sizes('all')}`"
+        for node in graph.graph.nodes:
+            is_op = isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+            kind = _size_kind(node) if node.op == "call_function" and not is_op else None
+            if kind is not None:
+                seen.add(kind)
+                expect_node(ctx, node, None, f"its recorded value is a {kind}, a size ({how}): every kind of size "
+                                             f"counts, SymInt, SymFloat, SymBool and plain int, float, bool")
+    assert seen >= set(SIZE_KINDS.values()), f"internal: torch {torch.__version__} recorded only {sorted(seen)}"
+    for meta, expected, why in (
+            ({"val": None, "example_value": 4}, "torch", "its meta has 'val' (None: no value recorded) and "
+             "'example_value' 4: a 'val' that is present decides, even None, and None is not a size"),
+            ({"example_value": 4}, None, "its meta has no 'val' and 'example_value' 4: a plain int, a size")):
+        node = find_node(torch.fx.symbolic_trace(lambda x: x * x.shape[0]), lambda n: n.target is operator.mul, "mul")
+        node.meta.update(meta)
+        expect_node(ctx, node, expected, why)
 
 
 @CHECKS.check(stage="nodes", weight=1)
@@ -373,6 +459,18 @@ def dynamo_graphs_with_custom_ops_cond_and_symbolic_sizes_are_torch(ctx):
 
 
 @CHECKS.check(stage="torch", weight=2)
+def dynamo_export_graphs(ctx):
+    "torch._dynamo.export graphs are TORCH, and MixedDialectError once they read a size (aten.sym_size.int)"
+    if ctx.deep:  # the fuzz captures with torch._dynamo.export too
+        expect_program(ctx, ("program", ("seq", ("core",), ("linear",)), "none", "dynamo_export", False, "none"),
+                       "torch", "torch._dynamo.export is Dynamo: torch-level calls (relu, mul, linear), parameters as "
+                                "get_attr")
+    expect_program(ctx, ("program", ("linear",), "int", "dynamo_export", True, "none"), "mixed",
+                   "torch._dynamo.export reads x.shape[0] with aten.sym_size.int, an aten OpOverload (core), inside a "
+                   "torch-level graph (linear is torch-level): by the lesson's rules that graph mixes levels")
+
+
+@CHECKS.check(stage="torch", weight=2)
 def symbolic_trace_of_functional_code_is_torch(ctx):
     "symbolic_trace of functional code is TORCH"
     expect_zoo(ctx, ("functional", "pointwise"), "symbolic_trace", "torch",
@@ -421,6 +519,27 @@ def control_flow_and_no_grad_graphs_are_aten(ctx):
                "the grad-mode and autocast switches are neutral; aten.linear is not core")
     expect_zoo(ctx, ("autocast_block",), "export", "aten",
                "wrap_with_autocast is a higher-order op; its subgraph holds aten.linear (not core)")
+
+
+@CHECKS.check(stage="aten", weight=3)
+def every_subgraph_of_every_higher_order_op_counts(ctx):
+    "every subgraph a higher-order op calls counts: both cond branches, nested ops at any depth, map's body"
+    cases = [
+        (("cond", ("cond", ("core",), ("linear",)), ("core",)),
+         "aten.linear sits only in the false branch (false_graph_0) of a cond inside the true branch of another: a "
+         "higher-order op calls every subgraph among its arguments, subgraphs hold higher-order ops in turn, and a "
+         "nested get_attr names an attribute of the subgraph that holds it (true_graph_0 of the outer branch), not "
+         "of the root"),
+        (("seq", ("core",), ("map", ("linear",))),
+         "map's body subgraph holds aten.linear: every higher-order op's subgraphs count, not only cond's and the "
+         "lesson's list")]
+    if ctx.deep:
+        cases += [
+            (("cond", ("core",), ("linear",)), "only the false branch (false_graph_0) holds aten.linear, not core"),
+            (("cond", ("core",), ("no_grad", ("cond", ("core",), ("linear",)))),
+             "three levels deep: the graph's cond, a no_grad block in its false branch, a cond inside that")]
+    for body, why in cases:
+        expect_program(ctx, ("program", body, "none", "export", False, "none"), "aten", why)
 
 
 @CHECKS.check(stage="aten", weight=1)
@@ -520,6 +639,21 @@ def export_module_guards_fn_is_neutral(ctx):
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
+def only_the_subgraphs_higher_order_ops_call_count(ctx):
+    "subgraphs left behind by a pass do not count; a call_module to a partition GraphModule is MODULE"
+    expect_program(ctx, ("program", ("no_grad", ("linear",)), "none", "export", False, "dead_subgraphs"), "torch",
+                   "a pass removed the no_grad block's wrap_with_set_grad_enabled node: its subgraph stays an attribute "
+                   "of the GraphModule, but no higher-order op calls it any more, so it is not part of the program; "
+                   "nothing left shows a level. Walk the subgraphs higher-order op nodes call, not gm.modules()")
+    if ctx.deep:
+        expect_program(ctx, ("program", ("cond", ("core",), ("linear",)), "none", "export", False, "dead_subgraphs"),
+                       "torch", "a pass removed the cond: its branches stay attributes, called by no node")
+    expect_program(ctx, ("program", ("core",), "none", "make_fx", False, "partitioned"), "module",
+                   "the partitioner moved every op into a GraphModule called by a call_module node (fused_0): a "
+                   "module call, MODULE; the partition's own graph is not a subgraph a higher-order op calls")
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
 def module_and_aten_nodes_raise_mixed(ctx):
     "module calls beside an aten OpOverload: MixedDialectError naming one node of each"
     expect_mixed(ctx, captured("half_lowered", "symbolic_trace"),
@@ -537,6 +671,9 @@ def torch_and_aten_nodes_raise_mixed(ctx):
     expect_mixed(ctx, torch.fx.symbolic_trace(lowered_then_torch),
                  "symbolic_trace of `torch.sigmoid(torch.ops.aten.max.dim(x, -1)[0]).sum()`",
                  "max_dim calls an aten overload while sigmoid and sum_1 are torch-level (a getitem sits between them)")
+    expect_mixed(ctx, torch.fx.symbolic_trace(lambda x: torch.ops.aten.relu.default(x) * 2),
+                 "symbolic_trace of `torch.ops.aten.relu.default(x) * 2`",
+                 "relu_default calls an aten overload while mul (operator.mul, no recorded value) is torch-level")
     expect_mixed(ctx, captured("half_lowered", "dynamo"), how_captured("half_lowered", "dynamo"),
                  "user code calls the aten overload aten.max.dim, which Dynamo keeps beside torch-level linear and relu")
 
@@ -568,6 +705,11 @@ def answers_for_the_graph_as_it_is_now(ctx):
     expect_answer(answers["after"]["graph"], "core_aten", f"detect_dialect on {how}",
                   "every op in it is core now. Answer for the graph as it is, not from a cache keyed by the "
                   "GraphModule", after)
+    answers = ctx.probe(probes.probe_rewrite_in_place, "mlp", False)
+    expect_answer(answers["after"]["graph"], "core_aten",
+                  f"detect_dialect on {how.replace('in place', 'in place without gm.recompile()')}",
+                  "every op in it is core now; gm.code still shows aten.t, since only recompile() rewrites it. "
+                  "Answer from the nodes as they are, not from a cache keyed by gm.code or anything else", after)
 
 
 # --- stage: fuzz -----------------------------------------------------------------------------------------
@@ -611,3 +753,28 @@ def random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch(ctx):
     strategy = st.tuples(mlp_specs(styles=("modules", "functional")), capture_plans(CAPTURES, WRAPPINGS))
     fuzz(ctx, strategy, lambda example: _agrees_with_reference(ctx, example), describe=_describe_example,
          max_examples=STRUCTURE_EXAMPLES[ctx.profile])
+
+
+# Examples of the program fuzz per profile: a capture each (a cond export takes 1-3 s on a loaded machine);
+# the hand-picked programs above already hold one of each rule, so the learner profile draws few.
+PROGRAM_EXAMPLES = {"learner": 2, "deep": 14}
+
+
+@CHECKS.check(stage="fuzz", weight=3)
+def random_programs_in_every_capture_and_edit(ctx):
+    "random programs (higher-order ops nested, sizes of every kind) in every capture, edited by passes"
+    strategy = dialect_programs(tuple(programs.PROGRAM_CAPTURES), dynamic_captures=programs.DYNAMIC_PROGRAM_CAPTURES,
+                                hops_for=programs.PROGRAM_CAPTURES, max_depth=3 if ctx.deep else 2)
+
+    def agrees(program) -> None:
+        try:
+            gm = programs.program_graph(program)
+        except Exception:  # noqa: BLE001 - a program this torch cannot capture that way tests nothing
+            return
+        try:
+            want = value(ctx.reference.detect_dialect(gm))
+        except ValueError:
+            want = "mixed"
+        expect_program(ctx, program, want, "see the lesson's rules", gm=gm)
+
+    fuzz(ctx, strategy, agrees, describe=programs.describe_program, max_examples=PROGRAM_EXAMPLES[ctx.profile])

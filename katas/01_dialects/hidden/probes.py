@@ -55,24 +55,26 @@ def probe_graph(attempt: ModuleType, model_name: str, how: str, node_names: list
     }
 
 
-def rewrite_transposes(gm: torch.fx.GraphModule) -> list[str]:
+def rewrite_transposes(gm: torch.fx.GraphModule, recompile: bool = True) -> list[str]:
     """What a layout pass does: every aten.t(w) becomes aten.permute(w, [1, 0]), the same node rewritten in place,
-    then the GraphModule recompiles. Returns the names of the rewritten nodes."""
+    then (if `recompile`) the GraphModule recompiles; without it `gm.code` still shows aten.t. Returns the names
+    of the rewritten nodes."""
     rewritten = []
     for node in gm.graph.nodes:
         if node.target == aten.t.default:
             node.target, node.args = aten.permute.default, (node.args[0], [1, 0])
             rewritten.append(node.name)
-    gm.recompile()
+    if recompile:
+        gm.recompile()
     return rewritten
 
 
-def probe_rewrite_in_place(attempt: ModuleType, model_name: str) -> dict:
+def probe_rewrite_in_place(attempt: ModuleType, model_name: str, recompile: bool = True) -> dict:
     """The attempt's answers for a make_fx graph and one of its aten.t nodes, before and after
-    `rewrite_transposes` changes that same graph object in place."""
+    `rewrite_transposes` changes that same graph object in place (and recompiles it, or not)."""
     gm = build_graph(model_name, "make_fx")
     node = next(n for n in gm.graph.nodes if n.target == aten.t.default)
     before = {"node": answer(lambda: attempt.node_dialect(node)), "graph": answer(lambda: attempt.detect_dialect(gm))}
-    rewritten = rewrite_transposes(gm)
+    rewritten = rewrite_transposes(gm, recompile)
     after = {"node": answer(lambda: attempt.node_dialect(node)), "graph": answer(lambda: attempt.detect_dialect(gm))}
     return {"node": node.name, "rewritten": rewritten, "before": before, "after": after}

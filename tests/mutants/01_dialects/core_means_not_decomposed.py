@@ -10,11 +10,13 @@ _right_node_dialect = _ref.node_dialect
 _DECOMPOSED = set(torch.export.default_decompositions())
 
 KILLED_BY = (
-    "shape_arithmetic_is_neutral",
-    "prims_graphs_are_aten",
-    "decomposed_exports_are_core_aten",
     "core_means_the_core_tag",
+    "decomposed_exports_are_core_aten",
+    "dynamo_export_graphs",
+    "every_subgraph_of_every_higher_order_op_counts",
+    "prims_graphs_are_aten",
     "random_mlps_in_every_capture",
+    "shape_arithmetic_is_neutral",
 )
 
 

@@ -9,14 +9,15 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
 KILLED_BY = (
-    "symbolic_trace_of_modules_is_module",
-    "module_graphs_with_custom_ops_and_packets_are_module",
-    "make_fx_export_aot_graphs_are_aten",
-    "symbolic_batch_graphs_are_aten",
     "control_flow_and_no_grad_graphs_are_aten",
     "core_means_the_core_tag",
+    "every_subgraph_of_every_higher_order_op_counts",
     "getitem_does_not_mix_levels",
+    "make_fx_export_aot_graphs_are_aten",
+    "module_graphs_with_custom_ops_and_packets_are_module",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+    "symbolic_batch_graphs_are_aten",
+    "symbolic_trace_of_modules_is_module",
 )
 
 

@@ -9,15 +9,18 @@ Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
 KILLED_BY = (
+    "control_flow_and_no_grad_graphs_are_aten",
+    "core_means_the_core_tag",
+    "decomposed_exports_are_core_aten",
+    "every_subgraph_of_every_higher_order_op_counts",
+    "getitem_does_not_mix_levels",
     "getitem_is_neutral",
     "make_fx_export_aot_graphs_are_aten",
-    "symbolic_batch_graphs_are_aten",
-    "control_flow_and_no_grad_graphs_are_aten",
-    "decomposed_exports_are_core_aten",
-    "core_means_the_core_tag",
-    "getitem_does_not_mix_levels",
-    "torch_and_aten_nodes_raise_mixed",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+    "random_programs_in_every_capture_and_edit",
+    "shape_arithmetic_is_neutral",
+    "symbolic_batch_graphs_are_aten",
+    "torch_and_aten_nodes_raise_mixed",
 )
 
 

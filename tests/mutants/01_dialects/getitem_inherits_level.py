@@ -10,7 +10,11 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("getitem_is_neutral",)
+KILLED_BY = (
+    "getitem_is_neutral",
+    "random_programs_in_every_capture_and_edit",
+    "shape_arithmetic_is_neutral",
+)
 
 
 def node_dialect(node):

@@ -9,9 +9,11 @@ Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
 KILLED_BY = (
-    "higher_order_ops_are_neutral",
     "control_flow_and_no_grad_graphs_are_aten",
+    "every_subgraph_of_every_higher_order_op_counts",
+    "higher_order_ops_are_neutral",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+    "random_programs_in_every_capture_and_edit",
 )
 
 

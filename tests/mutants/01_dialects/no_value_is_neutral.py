@@ -8,7 +8,12 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_is_structure = _ref._is_structure
 
-KILLED_BY = ("torch_level_calls_are_torch",)
+KILLED_BY = (
+    "random_programs_in_every_capture_and_edit",
+    "shape_arithmetic_is_neutral",
+    "torch_and_aten_nodes_raise_mixed",
+    "torch_level_calls_are_torch",
+)
 
 
 def _is_structure(node):

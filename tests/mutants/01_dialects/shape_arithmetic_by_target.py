@@ -9,9 +9,12 @@ Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
 KILLED_BY = (
-    "torch_level_calls_are_torch",
-    "shape_arithmetic_is_neutral",
+    "dynamo_export_graphs",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+    "random_programs_in_every_capture_and_edit",
+    "shape_arithmetic_is_neutral",
+    "torch_and_aten_nodes_raise_mixed",
+    "torch_level_calls_are_torch",
 )
 
 

@@ -6,10 +6,11 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 
 KILLED_BY = (
+    "decomposed_exports_are_core_aten",
+    "dynamo_export_graphs",
+    "random_mlps_in_every_capture",
     "shape_arithmetic_is_neutral",
     "symbolic_batch_graphs_are_aten",
-    "decomposed_exports_are_core_aten",
-    "random_mlps_in_every_capture",
 )
 
 _ref.SHAPE_VALUES = ()  # no recorded value counts as a size

@@ -5,7 +5,10 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 
-KILLED_BY = ("shape_arithmetic_is_neutral",)
+KILLED_BY = (
+    "dynamo_export_graphs",
+    "shape_arithmetic_is_neutral",
+)
 
 
 def _recorded_value(node):

@@ -7,6 +7,7 @@ Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError,
 
 KILLED_BY = (
     "control_flow_and_no_grad_graphs_are_aten",
+    "every_subgraph_of_every_higher_order_op_counts",
     "mixed_levels_across_subgraphs_raise_mixed",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
 )

@@ -8,7 +8,11 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("shape_arithmetic_is_neutral", "random_mlps_in_every_capture")
+KILLED_BY = (
+    "dynamo_export_graphs",
+    "random_mlps_in_every_capture",
+    "shape_arithmetic_is_neutral",
+)
 
 
 def node_dialect(node):

@@ -1,0 +1,249 @@
+"""Kata 1's generated model programs: plain data that `katas.common.strategies.dialect_programs` draws, built
+into a model, captured one of many ways and edited the way a pass leaves a graph.
+
+A program is ("program", body, sizes, method, dynamic, edit):
+
+* body, a tree: ("core",) relu(h) * 2 (core ATen ops); ("linear",) a Linear (aten.linear / aten.t, not core);
+  ("custom",) kata::linear_gelu (a custom op); ("seq", a, b) a then b; and the higher-order ops (HOPS):
+  ("cond", true_body, false_body) torch.cond, ("map", body) torch._higher_order_ops.map, ("no_grad", body)
+  (export: wrap_with_set_grad_enabled), ("autocast", body) (export: wrap_with_autocast), ("wrap", body)
+  (Dynamo's `wrap` higher-order op). Nesting: a HOP's body may hold HOPs.
+* sizes: what is computed from the batch size b = x.shape[0] and multiplied into the result: "none", "int"
+  (torch.sym_max(b * 2, 2)), "float" (torch.sym_float(b) / 2), "bool" (b > 1). Their recorded values are
+  SymInt, SymFloat, SymBool with a symbolic batch; plain int and float in a static Dynamo graph (sym_max,
+  sym_float); plain int, float and bool after "symbolic_trace_values" (symbolic_trace, then FakeTensorProp).
+* method: a capture of `katas.common.capture.CAPTURES`, "dynamo_export" (torch._dynamo.export) or
+  "symbolic_trace_values".
+* edit: "none"; "dead_subgraphs" (a pass makes the graph return its input and drops dead code: the subgraphs of
+  the removed higher-order ops stay behind as attributes); "partitioned" (a partitioner fuses runs of
+  call_function nodes into call_module GraphModules, as katas 4 and 5 do).
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+import torch
+import torch.fx
+import torch.nn as nn
+
+WIDTH = 4
+BATCH = 4
+HOPS = ("cond", "map", "no_grad", "autocast", "wrap")
+LEAVES = ("core", "linear", "custom")
+SIZES = ("none", "int", "float", "bool")
+# which higher-order ops each capture can take (symbolic_trace cannot trace cond or map; some captures inline a
+# `with` block or wrap rather than keep a higher-order op)
+PROGRAM_CAPTURES = {
+    "symbolic_trace": ("no_grad", "autocast", "wrap"),
+    "symbolic_trace_values": ("no_grad", "autocast", "wrap"),
+    "dynamo": ("cond", "map", "no_grad", "autocast", "wrap"),
+    "dynamo_export": ("cond", "map", "no_grad", "autocast", "wrap"),
+    "make_fx": ("cond", "map", "no_grad", "autocast", "wrap"),
+    "make_fx_pre_dispatch": ("cond", "map", "no_grad", "autocast", "wrap"),
+    "export": ("cond", "map", "no_grad", "autocast", "wrap"),
+    "export_core": ("cond", "map", "no_grad", "autocast", "wrap"),
+    "aot_autograd": ("cond", "map", "no_grad", "autocast", "wrap"),
+}
+DYNAMIC_PROGRAM_CAPTURES = ("dynamo", "dynamo_export", "export", "export_core", "aot_autograd")
+EDITS = ("none", "dead_subgraphs", "partitioned")
+
+
+def _leaves(body: tuple) -> list[tuple]:
+    if body[0] in LEAVES:
+        return [body]
+    return [leaf for part in body[1:] for leaf in _leaves(part)]
+
+
+class ProgramModel(nn.Module):
+    """The model a program's body and sizes describe; leaf i that needs weights owns `lin{i}`."""
+
+    def __init__(self, body: tuple, sizes: str) -> None:
+        super().__init__()
+        self.body, self.sizes = body, sizes
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            self.lins = nn.ModuleList(nn.Linear(WIDTH, WIDTH) for _ in _leaves(body))
+
+    def _run(self, body: tuple, h: torch.Tensor, counter: list[int]) -> torch.Tensor:
+        kind = body[0]
+        if kind in LEAVES:
+            index = counter[0]
+            counter[0] += 1
+            if kind == "core":
+                return torch.relu(h) * 2
+            if kind == "linear":
+                return self.lins[index](h)
+            lin = self.lins[index]
+            return torch.ops.kata.linear_gelu(h, lin.weight, lin.bias)
+        if kind == "seq":
+            return self._run(body[2], self._run(body[1], h, counter), counter)
+        if kind == "cond":
+            start = counter[0]
+            _count(body[1], counter)
+            middle = counter[0]
+            _count(body[2], counter)
+            return torch.cond(h.amax() > 0, lambda t: self._run(body[1], t, [start]),
+                              lambda t: self._run(body[2], t, [middle]), (h,))
+        if kind == "map":
+            from torch._higher_order_ops.map import map as hop_map
+
+            start = counter[0]
+            _count(body[1], counter)
+            # map over a leading dimension of one: each row is h itself, so maps nest at any depth
+            return hop_map(lambda row: self._run(body[1], row, [start]), h.unsqueeze(0)).squeeze(0)
+        if kind == "no_grad":
+            with torch.no_grad():
+                return self._run(body[1], h, counter)
+        if kind == "autocast":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = self._run(body[1], h, counter)
+            return out.float()
+        if kind == "wrap":
+            from torch._higher_order_ops.wrap import wrap
+
+            start = counter[0]
+            _count(body[1], counter)
+            return wrap(lambda t: self._run(body[1], t, [start]), h)
+        raise ValueError(f"unknown program part {kind!r}")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self._run(self.body, x, [0])
+        b = x.shape[0]
+        traced = isinstance(b, torch.fx.Proxy)  # symbolic_trace: sym_max and sym_float cannot take a Proxy
+        if self.sizes == "int":
+            return h * (b * 2 if traced else torch.sym_max(b * 2, 2))
+        if self.sizes == "float":
+            return h * ((b / 2) if traced else torch.sym_float(b) / 2)
+        if self.sizes == "bool":
+            return h * (b > 1)
+        if self.sizes == "all":  # every kind at once (the node checks)
+            return h * (b * 2 if traced else torch.sym_max(b * 2, 2)) * (
+                (b / 2) if traced else torch.sym_float(b) / 2) * (b > 1)
+        return h
+
+
+def _count(body: tuple, counter: list[int]) -> None:
+    counter[0] += len(_leaves(body))
+
+
+def example_input() -> torch.Tensor:
+    return torch.randn(BATCH, WIDTH, generator=torch.Generator().manual_seed(1))
+
+
+def _dynamo_export(model: nn.Module, x: torch.Tensor, dynamic: bool) -> torch.fx.GraphModule:
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    shapes = ({0: torch.export.Dim("batch")},) if dynamic else None
+    gm, _ = torch._dynamo.export(model, dynamic_shapes=shapes)(x)
+    return gm
+
+
+def capture_program(body: tuple, sizes: str, method: str, dynamic: bool) -> torch.fx.GraphModule:
+    """The graph `method` makes of the program (before any edit)."""
+    from katas.common import capture, ops  # noqa: F401 - ops registers kata::linear_gelu
+
+    model = ProgramModel(body, sizes).eval()
+    x = example_input()
+    if method == "dynamo_export":
+        return _dynamo_export(model, x, dynamic)
+    if method == "symbolic_trace_values":
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+        gm = torch.fx.symbolic_trace(model)
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        FakeTensorProp(gm, mode).propagate(mode.from_tensor(x))
+        return gm
+    return capture(model, (x,), method, dynamic=dynamic).gm
+
+
+def kill_everything_but_the_input(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """What a pass that finds the whole model dead leaves: the output returns the first input, dead code is gone,
+    and the GraphModules the removed higher-order ops called stay behind as attributes."""
+    first = next(n for n in gm.graph.nodes if n.op == "placeholder" and "val" not in n.meta
+                 or n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor))
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    output.args = (first,) if not isinstance(output.args[0], (tuple, list)) else ((first,),)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def partition(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """What katas 4 and 5's partitioner makes: runs of call_function nodes (higher-order ops, getitem and nodes
+    that compute sizes apart) fused into call_module GraphModules named fused_N."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    class Computes(OperatorSupportBase):
+        def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+            if node.op != "call_function" or node.target is operator.getitem:
+                return False
+            if isinstance(node.target, torch._ops.HigherOrderOperator):
+                return False
+            value = node.meta.get("val", node.meta.get("example_value"))
+            return isinstance(value, torch.Tensor)
+
+    partitioner = CapabilityBasedPartitioner(gm, Computes(), allows_single_node_partition=True)
+    return partitioner.partition_and_fuse()
+
+
+@functools.lru_cache(maxsize=16)
+def unedited_graph(body: tuple, sizes: str, method: str, dynamic: bool) -> torch.fx.GraphModule:
+    """capture_program, kept for the checks that ask about the same program (never edit what it returns)."""
+    return capture_program(body, sizes, method, dynamic)
+
+
+def program_graph(program: tuple) -> torch.fx.GraphModule:
+    """The graph of a drawn program, edited as it says (an edited graph is captured afresh)."""
+    _, body, sizes, method, dynamic, edit = program
+    if edit == "none":
+        return unedited_graph(body, sizes, method, dynamic)
+    gm = capture_program(body, sizes, method, dynamic)
+    if edit == "dead_subgraphs":
+        return kill_everything_but_the_input(gm)
+    if edit == "partitioned":
+        return partition(gm)
+    return gm
+
+
+def describe_body(body: tuple) -> str:
+    kind = body[0]
+    if kind == "core":
+        return "relu(h) * 2"
+    if kind == "linear":
+        return "Linear(h)"
+    if kind == "custom":
+        return "kata.linear_gelu(h, w, b)"
+    if kind == "seq":
+        return f"{describe_body(body[1])} then {describe_body(body[2])}"
+    if kind == "cond":
+        return f"torch.cond(h.amax() > 0, [{describe_body(body[1])}], [{describe_body(body[2])}])"
+    if kind == "map":
+        return f"torch._higher_order_ops.map.map([{describe_body(body[1])}], h.unsqueeze(0)).squeeze(0)"
+    if kind == "no_grad":
+        return f"with torch.no_grad(): [{describe_body(body[1])}]"
+    if kind == "autocast":
+        return f"with torch.autocast('cpu', bfloat16): [{describe_body(body[1])}], then .float()"
+    return f"torch._higher_order_ops.wrap.wrap([{describe_body(body[1])}])"
+
+
+def describe_sizes(sizes: str) -> str:
+    return SIZE_TEXT.get(sizes, " * sym_max(b * 2, 2) * (sym_float(b) / 2) * (b > 1)")
+
+
+SIZE_TEXT = {"none": "", "int": " * torch.sym_max(b * 2, 2)", "float": " * (torch.sym_float(b) / 2)",
+             "bool": " * (b > 1)"}
+EDIT_TEXT = {"none": "", "dead_subgraphs": "\nthen a pass made the graph return its input and ran "
+             "eliminate_dead_code(): the removed higher-order ops' subgraphs stay behind as attributes",
+             "partitioned": "\nthen a partitioner (CapabilityBasedPartitioner.partition_and_fuse) fused the tensor "
+                            "call_functions into call_module GraphModules fused_N"}
+
+
+def describe_program(program: tuple) -> str:
+    _, body, sizes, method, dynamic, edit = program
+    how = method + (" with a symbolic batch size b" if dynamic else "")
+    return (f"program: x of shape ({BATCH}, {WIDTH}); h = {describe_body(body)}; return h{describe_sizes(sizes)} "
+            f"(b = x.shape[0])\ncaptured with: {how}{EDIT_TEXT[edit]}")
