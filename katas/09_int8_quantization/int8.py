@@ -41,7 +41,8 @@ class NPUQuantizer(Quantizer):
 
         - `aten.linear`: input 0 int8 per tensor, input 1 (the weight) int8 symmetric per output channel, the
           output int8 per tensor -- unless the linear's only user is a relu, which then carries the output;
-        - `aten.add.Tensor` of two tensors: both inputs observed as one (one scale), the output int8 per tensor."""
+        - `aten.add.Tensor` of two tensors: both inputs observed as one (one scale), the output int8 per tensor.
+        The in-place forms (`aten.relu_`, `aten.add_.Tensor`) are the same patterns."""
         raise NotImplementedError("NPUQuantizer.annotate: README.md, 'Step 1'")
 
     def validate(self, model: torch.fx.GraphModule) -> None:
@@ -52,8 +53,9 @@ class NPUQuantizer(Quantizer):
 def quantize_for_npu(model: torch.nn.Module, example_inputs: tuple,
                      calibration_batches: Iterable[tuple]) -> torch.fx.GraphModule:
     """Export `model` with dimension 0 of every input (the batch) dynamic, `prepare_pt2e` its `.module()` with
-    NPUQuantizer(), run every batch of `calibration_batches` (each a tuple of inputs) through the prepared model,
-    and return `convert_pt2e` of it: a graph of quantize -> dequantize -> float op -> quantize patterns."""
+    NPUQuantizer(), run every batch of `calibration_batches` (each a tuple of inputs; it may be a generator, which
+    can be read once) through the prepared model, and return `convert_pt2e` of it: a graph of quantize ->
+    dequantize -> float op -> quantize patterns."""
     raise NotImplementedError("quantize_for_npu: README.md, 'Step 2'")
 
 
@@ -74,5 +76,5 @@ def lower_to_npu_int8(converted: torch.fx.GraphModule) -> torch.fx.GraphModule:
 # --- Step 4: the metric ------------------------------------------------------------------------------------------
 def sqnr(reference: torch.Tensor, actual: torch.Tensor) -> float:
     """Signal-to-quantization-noise ratio in dB: 10 * log10(sum(reference ** 2) / sum((reference - actual) ** 2)),
-    `float("inf")` when the two are equal."""
+    computed in float64 whatever the tensors' float dtype, `float("inf")` when the two are exactly equal."""
     raise NotImplementedError("sqnr: README.md, 'Step 4'")

@@ -22,6 +22,8 @@ from katas.common.pt2e import (
 )
 
 aten = torch.ops.aten
+RELUS = (aten.relu.default, aten.relu_.default)  # export keeps nn.ReLU(inplace=True) and `+=` in place:
+TENSOR_ADDS = (aten.add.Tensor, aten.add_.Tensor)  # the same patterns for the int8 unit
 
 # --- 1. the Quantizer ---------------------------------------------------------------------------------------
 
@@ -39,11 +41,15 @@ def _calls(node: torch.fx.Node, target) -> bool:
     return node.op == "call_function" and node.target is target
 
 
+def _calls_any(node: torch.fx.Node, targets: tuple) -> bool:
+    return node.op == "call_function" and node.target in targets
+
+
 def _fusable_relu(linear: torch.fx.Node) -> torch.fx.Node | None:
     """The relu the int8 linear can apply itself: the linear's only user. With a second user the linear's own
     output is needed unclamped, so it must be quantized on its own."""
     users = list(linear.users)
-    if len(users) == 1 and _calls(users[0], aten.relu.default):
+    if len(users) == 1 and _calls_any(users[0], RELUS):
         return users[0]
     return None
 
@@ -59,7 +65,7 @@ class NPUQuantizer(Quantizer):
         for node in model.graph.nodes:
             if _calls(node, aten.linear.default):
                 self._annotate_linear(node)
-            elif _calls(node, aten.add.Tensor) and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+            elif _calls_any(node, TENSOR_ADDS) and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
                 self._annotate_add(node)
         return model
 
@@ -194,7 +200,7 @@ def lower_to_npu_int8(converted: torch.fx.GraphModule) -> torch.fx.GraphModule:
     for node in list(converted.graph.nodes):
         if _calls(node, aten.linear.default):
             _lower_linear(converted, node)
-        elif _calls(node, aten.add.Tensor):
+        elif _calls_any(node, TENSOR_ADDS):
             _lower_add(converted, node)
     converted.graph.lint()
     converted.recompile()

@@ -7,7 +7,12 @@ process, computes eager's and the quantized graph's answers, reads the NPU's cou
 
 The lowering is tested on graphs quantized here by the spec's own quantizer (`SpecQuantizer`, the rules the
 lesson states, with switches for the variants a lowering must refuse), so a mistake in the attempt's Quantizer
-does not hide what its lowering does, and the other way round.
+does not hide what its lowering does, and the other way round; and on such graphs edited so that each dequantize
+carries other numbers than the quantize before it (EDITS), as a graph from another tool may.
+
+Recipes: a zoo name, an MLPSpec (katas.common.strategies.mlp_specs), or an int8 program (plain data drawn by
+katas.common.strategies.int8_programs: several inputs, `z + z`, in-place relu_ and add_, values also returned).
+Calibration batches reach the attempt as a one-shot generator, in CALIBRATION_PLANS' orders.
 """
 from __future__ import annotations
 
@@ -39,6 +44,8 @@ from katas.common.pt2e import (
 from katas.common.quiet import quiet
 
 aten = torch.ops.aten
+RELUS = (aten.relu.default, aten.relu_.default)  # the in-place forms are the int8 unit's patterns too
+TENSOR_ADDS = (aten.add.Tensor, aten.add_.Tensor)
 INT8_LINEAR = "kata.int8_linear.default"
 INT8_ADD = "kata.int8_add.default"
 
@@ -106,6 +113,36 @@ class ScaledSums(nn.Module):
         return self.fc3(torch.add(torch.add(a, b, alpha=-0.5), b, alpha=2.0))
 
 
+class Doubled(nn.Module):
+    """z = fc1(x); fc2(z + z): an add whose two inputs are one node."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 4)
+
+    def forward(self, x):
+        z = self.fc1(x)
+        return self.fc2(z + z)
+
+
+class TwoInputs(nn.Module):
+    """z = fc1(x); r = relu(z); g = fc2(y).relu_(); s = r + r; s += g; return fc3(s), z: two inputs, a Linear
+    output also returned (so the relu cannot ride on it), z + z, and the in-place relu_ and add_ that export keeps
+    (nn.ReLU(inplace=True), `+=`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 4)
+
+    def forward(self, x, y):
+        z = self.fc1(x)
+        r = torch.relu(z)
+        g = self.fc2(y).relu_()
+        s = r + r
+        s += g
+        return self.fc3(s), z
+
+
 def skewed() -> nn.Module:
     """Linear(16 -> 16) -> ReLU -> Linear(16 -> 4), where two of the first layer's output channels have weights 100x
     the others' and a bias that keeps them below zero (units that never fire, as training leaves some): one scale
@@ -125,6 +162,7 @@ class Recipe:
     text: str
     linears: int
     adds: int = 0  # adds of two tensors: each is one int8_add when its inputs share one scale
+    inputs: int = 1
 
 
 ZOO: dict[str, Recipe] = {
@@ -139,50 +177,187 @@ ZOO: dict[str, Recipe] = {
     "scaled_sums": Recipe(ScaledSums, "a = fc1(x), b = fc2(x); fc3(torch.add(torch.add(a, b, alpha=-0.5), b, "
                                       "alpha=2.0))", 3, 0),
     "skewed": Recipe(skewed, "Linear with two rows 100x the rest -> ReLU -> Linear", 2),
+    "doubled": Recipe(Doubled, "z = fc1(x); fc2(z + z)", 2, 1),
+    "two_inputs": Recipe(TwoInputs, "forward(x, y): z = fc1(x); r = relu(z); g = fc2(y).relu_(); s = r + r; "
+                                    "s += g; return fc3(s), z", 3, 2, 2),
 }
 IN_FEATURES = 16
 EXAMPLE_BATCH = 4
 EVAL_BATCHES = (1, 5)  # neither is the example's batch
 INPUT_SCALE = 3.0  # calibration and evaluation inputs are randn * INPUT_SCALE; the example input is randn
+CALIBRATION_BATCHES = 8
+# How wide each calibration batch is, in order (times randn): every batch must reach the observers, whichever is
+# widest, from a generator that can be read once.
+CALIBRATION_PLANS = {
+    "all 3x": (INPUT_SCALE,) * CALIBRATION_BATCHES,
+    "the 8x batch first": (8.0,) + (1.0,) * (CALIBRATION_BATCHES - 1),
+    "the 8x batch last": (1.0,) * (CALIBRATION_BATCHES - 1) + (8.0,),
+}
 
 
-def build(recipe: str | MLPSpec, seed: int = 0) -> nn.Module:
+def is_program(recipe: Any) -> bool:
+    return isinstance(recipe, tuple) and recipe[:1] == ("program",)
+
+
+def build(recipe: str | MLPSpec | tuple, seed: int = 0) -> nn.Module:
     """The model of `recipe`, weights drawn from `seed`, in eval mode."""
     if isinstance(recipe, MLPSpec):
         return build_mlp(recipe)
+    if is_program(recipe):
+        return (OneInputProgram if recipe[1] == 1 else TwoInputProgram)(recipe).eval()
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         return ZOO[recipe].build().eval()
 
 
-def in_features(recipe: str | MLPSpec) -> int:
+def in_features(recipe: str | MLPSpec | tuple) -> int:
+    if is_program(recipe):
+        return recipe[2]
     return recipe.in_features if isinstance(recipe, MLPSpec) else IN_FEATURES
 
 
-def _randn(recipe: str | MLPSpec, batch: int, seed: int, scale: float) -> torch.Tensor:
+def inputs_of(recipe: str | MLPSpec | tuple) -> int:
+    """How many inputs the model takes."""
+    if is_program(recipe):
+        return recipe[1]
+    return 1 if isinstance(recipe, MLPSpec) else ZOO[recipe].inputs
+
+
+def _randn(recipe: str | MLPSpec | tuple, batch: int, seed: int, scale: float) -> tuple[torch.Tensor, ...]:
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(batch, in_features(recipe), generator=generator) * scale
+    return tuple(torch.randn(batch, in_features(recipe), generator=generator) * scale
+                 for _ in range(inputs_of(recipe)))
 
 
-def example(recipe: str | MLPSpec) -> tuple[torch.Tensor]:
-    """The example input export sees: a small batch of unit-scale values."""
-    return (_randn(recipe, EXAMPLE_BATCH, 1, 1.0),)
+def example(recipe: str | MLPSpec | tuple) -> tuple[torch.Tensor, ...]:
+    """The example inputs export sees: a small batch of unit-scale values."""
+    return _randn(recipe, EXAMPLE_BATCH, 1, 1.0)
 
 
-def calibration(recipe: str | MLPSpec, scale: float = INPUT_SCALE) -> list[tuple[torch.Tensor]]:
-    """Eight batches from the distribution the model will serve (INPUT_SCALE times wider than the example)."""
-    return [(_randn(recipe, 16, 100 + i, scale),) for i in range(8)]
+def calibration(recipe: str | MLPSpec | tuple, scale: float | tuple = INPUT_SCALE) -> list[tuple[torch.Tensor, ...]]:
+    """Eight batches from the distribution the model will serve (INPUT_SCALE times wider than the example), or
+    one batch per entry of `scale` when it is a tuple (CALIBRATION_PLANS)."""
+    scales = scale if isinstance(scale, tuple) else (scale,) * CALIBRATION_BATCHES
+    return [_randn(recipe, 16, 100 + i, s) for i, s in enumerate(scales)]
 
 
-def evaluation(recipe: str | MLPSpec, batch: int) -> tuple[torch.Tensor]:
+def calibration_stream(recipe: str | MLPSpec | tuple, scale: float | tuple = INPUT_SCALE):
+    """The calibration batches as the attempt gets them: a generator, which can be read once."""
+    return (batch for batch in calibration(recipe, scale))
+
+
+def evaluation(recipe: str | MLPSpec | tuple, batch: int) -> tuple[torch.Tensor, ...]:
     """Fresh inputs from the serving distribution, at a batch size export never saw."""
-    return (_randn(recipe, batch, 7000 + batch, INPUT_SCALE),)
+    return _randn(recipe, batch, 7000 + batch, INPUT_SCALE)
 
 
-def eager(recipe: str | MLPSpec) -> dict[int, Any]:
+def eager(recipe: str | MLPSpec | tuple) -> dict[int, Any]:
     model = build(recipe)
     with torch.no_grad():
         return {b: model(*evaluation(recipe, b)) for b in EVAL_BATCHES}
+
+
+# --- int8 programs (the fuzz's models) ---------------------------------------------------------------------
+
+def program_plan(program: tuple) -> tuple[tuple[bool, ...], tuple[int, ...]]:
+    """(in place or not, per step; the values returned) of an int8 program. The model returns every value no step
+    reads, then the program's extra value. A step's in-place form is used only where it changes nothing: on a
+    value that no other step reads and that is neither a model input nor returned."""
+    _, inputs, _, steps, extra, _ = program
+    readers: dict[int, set[int]] = {}
+    for k, step in enumerate(steps):
+        for source in _sources(step):
+            readers.setdefault(source, set()).add(k)
+    made = range(inputs, inputs + len(steps))
+    outputs = [v for v in made if v not in readers]
+    if extra is not None and extra not in outputs:
+        outputs.append(extra)
+    inplace = []
+    for k, step in enumerate(steps):
+        target = step[1]
+        inplace.append(step[0] in ("relu", "add") and bool(step[-1]) and target >= inputs
+                       and target not in outputs and readers.get(target) == {k})
+    return tuple(inplace), tuple(outputs)
+
+
+def _sources(step: tuple) -> tuple[int, ...]:
+    return tuple(step[1:3]) if step[0] in ("add", "add_alpha") else (step[1],)
+
+
+def program_counts(program: tuple) -> tuple[int, int]:
+    """(Linears, adds of two tensors without alpha): the program's int8 patterns."""
+    steps = program[3]
+    return sum(s[0] == "linear" for s in steps), sum(s[0] == "add" for s in steps)
+
+
+def describe_program(program: tuple) -> str:
+    """An int8 program as the forward a person would write."""
+    _, inputs, width, steps, _, seed = program
+    inplace, outputs = program_plan(program)
+    names = [f"x{i}" for i in range(inputs)] + [f"v{k}" for k in range(len(steps))]
+    lines = [f"forward({', '.join(names[:inputs])}), each input of shape (batch, {width}), weight seed {seed}:"]
+    for k, step in enumerate(steps):
+        kind, src = step[0], names[step[1]]
+        if kind == "linear":
+            text = f"fc{k}({src})   # Linear({width} -> {width}, {'bias' if step[2] else 'no bias'})"
+        elif kind == "relu":
+            text = f"{src}.relu_()   # in place" if inplace[k] else f"torch.relu({src})"
+        elif kind == "gelu":
+            text = f"F.gelu({src})"
+        elif kind == "add_scalar":
+            text = f"{src} + 0.5"
+        elif kind == "add":
+            other = names[step[2]]
+            text = f"{src}.add_({other})   # {src} += {other}, in place" if inplace[k] else f"{src} + {other}"
+        else:
+            text = f"torch.add({src}, {names[step[2]]}, alpha=-0.5)"
+        lines.append(f"  {names[inputs + k]} = {text}")
+    lines.append(f"  return {', '.join(names[v] for v in outputs)}")
+    return "\n".join(lines)
+
+
+class ProgramModel(nn.Module):
+    """The model an int8 program describes (see describe_program)."""
+
+    def __init__(self, program: tuple) -> None:
+        super().__init__()
+        _, self.inputs, width, self.steps, _, seed = program
+        self.inplace, self.outputs = program_plan(program)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            for k, step in enumerate(self.steps):
+                if step[0] == "linear":
+                    setattr(self, f"fc{k}", nn.Linear(width, width, bias=step[2]))
+
+    def compute(self, xs: tuple) -> Any:
+        values = list(xs)
+        for k, step in enumerate(self.steps):
+            kind, src = step[0], values[step[1]]
+            if kind == "linear":
+                value = getattr(self, f"fc{k}")(src)
+            elif kind == "relu":
+                value = src.relu_() if self.inplace[k] else torch.relu(src)
+            elif kind == "gelu":
+                value = F.gelu(src)
+            elif kind == "add_scalar":
+                value = src + 0.5
+            elif kind == "add":
+                value = src.add_(values[step[2]]) if self.inplace[k] else src + values[step[2]]
+            else:
+                value = torch.add(src, values[step[2]], alpha=-0.5)
+            values.append(value)
+        out = tuple(values[v] for v in self.outputs)
+        return out[0] if len(out) == 1 else out
+
+
+class OneInputProgram(ProgramModel):
+    def forward(self, x0):
+        return self.compute((x0,))
+
+
+class TwoInputProgram(ProgramModel):
+    def forward(self, x0, x1):  # export needs each input named: no *args
+        return self.compute((x0, x1))
 
 
 def run(module: Callable, recipe: str | MLPSpec) -> dict[int, Any]:
@@ -206,8 +381,9 @@ def spec_exported(recipe: str | MLPSpec) -> torch.fx.GraphModule:
     """The recipe exported with a dynamic batch, as `ep.module()`: the graph a Quantizer annotates. A copy each
     call (copying takes a millisecond; exporting again, a hundred)."""
     if recipe not in _SPEC_EXPORTS:
+        dynamic = tuple({0: torch.export.Dim.AUTO} for _ in range(inputs_of(recipe)))
         with quiet():
-            exported = torch.export.export(build(recipe), example(recipe), dynamic_shapes=({0: torch.export.Dim.AUTO},))
+            exported = torch.export.export(build(recipe), example(recipe), dynamic_shapes=dynamic)
         _SPEC_EXPORTS[recipe] = exported.module()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # copying an exported module's pytree specs warns of a deprecation
@@ -233,12 +409,15 @@ class SpecQuantizer(Quantizer):
     `share_add=False` quantizes an add's two inputs apart (so their scales differ); `weights="affine"` gives
     weights zero points, `weights="input_channels"` a scale per column (ch_axis=1); `activations="uint8"`
     quantizes activations to uint8 (the x86 habit), `activations="float_output"` leaves float the output of the
-    linear that makes the model's output. Linear inputs, linear or fused-relu outputs, adds of two tensors."""
+    linear that makes the model's output, `activations="relu_past_a_second_reader"` lets a relu ride on its linear
+    even when the linear has another reader (the single-user guard forgotten: a graph a lowering must not fuse).
+    Linear inputs, linear or fused-relu outputs, adds of two tensors."""
 
     def __init__(self, share_add: bool = True, weights: str = "symmetric", activations: str = "int8") -> None:
         super().__init__()
         self.share_add, self.weights = share_add, weights
         self.float_output = activations == "float_output"
+        self.relu_past_a_second_reader = activations == "relu_past_a_second_reader"
         self.activation_dtype = "uint8" if activations == "uint8" else "int8"
 
     def _act(self) -> QuantizationSpec:
@@ -250,7 +429,9 @@ class SpecQuantizer(Quantizer):
                 continue
             if node.target is aten.linear.default:
                 users = list(node.users)
-                relu = users[0] if len(users) == 1 and users[0].target is aten.relu.default else None
+                relu = users[0] if len(users) == 1 and users[0].target in RELUS else None
+                if self.relu_past_a_second_reader:
+                    relu = next((u for u in users if u.target in RELUS), None)
                 float_output = self.float_output and any(u.op == "output" for u in users)
                 node.meta["quantization_annotation"] = QuantizationAnnotation(
                     input_qspec_map={node.args[0]: self._act(), node.args[1]: _weight_spec(self.weights)},
@@ -258,7 +439,7 @@ class SpecQuantizer(Quantizer):
                 if relu is not None:
                     relu.meta["quantization_annotation"] = QuantizationAnnotation(output_qspec=self._act(),
                                                                                   _annotated=True)
-            elif node.target is aten.add.Tensor and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+            elif node.target in TENSOR_ADDS and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
                 first, second = node.args[:2]
                 inputs = {first: self._act()}
                 if second is not first:
@@ -273,19 +454,42 @@ class SpecQuantizer(Quantizer):
 
 _SPEC_CONVERTED: dict[Any, torch.fx.GraphModule] = {}
 
+# Edits of a converted graph: each dequantize_per_tensor gets other numbers than the quantize before it (convert_pt2e
+# writes the same ones; another tool, or a person, may not). A lowering that reads a number from the wrong node
+# then computes something else than the graph it was given.
+EDITS = {
+    "none": None,
+    "dequantize numbers differ from their quantize's": (1.5, 3),  # every dequantize: scale x1.5, zero point + 3
+}
+
+
+def edit_dequantize_numbers(gm: torch.fx.GraphModule, scale_factor: float, zero_point_shift: int) -> None:
+    """Every int8 dequantize_per_tensor reads its codes with scale * scale_factor and zero_point + shift."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is DEQUANTIZE_PER_TENSOR:
+            args = list(node.args)
+            args[1] = float(args[1]) * scale_factor
+            args[2] = max(args[3], min(args[4], int(args[2]) + zero_point_shift))
+            node.args = tuple(args)
+    gm.recompile()
+
 
 def spec_converted(recipe: str | MLPSpec, share_add: bool = True, weights: str = "symmetric",
-                   activations: str = "int8") -> torch.fx.GraphModule:
-    """The recipe quantized by SpecQuantizer and calibrated on `calibration(recipe)`: the graph a lowering gets.
-    The same graph on both sides of the process boundary (every step is deterministic); a copy each call."""
-    key = (recipe, share_add, weights, activations)
+                   activations: str = "int8", edit: str = "none") -> torch.fx.GraphModule:
+    """The recipe quantized by SpecQuantizer and calibrated on `calibration(recipe)`, then edited (EDITS): the graph
+    a lowering gets. The same graph on both sides of the process boundary (every step is deterministic); a copy
+    each call."""
+    key = (recipe, share_add, weights, activations, edit)
     if key not in _SPEC_CONVERTED:
         with quiet():
             prepared = prepare_pt2e(spec_exported(recipe), SpecQuantizer(share_add, weights, activations))
             with torch.no_grad():
                 for batch in calibration(recipe):
                     prepared(*batch)
-            _SPEC_CONVERTED[key] = convert_pt2e(prepared)
+            converted = convert_pt2e(prepared)
+        if EDITS[edit] is not None:
+            edit_dequantize_numbers(converted, *EDITS[edit])
+        _SPEC_CONVERTED[key] = converted
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return copy.deepcopy(_SPEC_CONVERTED[key])
@@ -304,7 +508,10 @@ def describe_spec(spec: Any) -> dict | None:
     if spec is None:
         return None
     if isinstance(spec, SharedQuantizationSpec):
-        return {"kind": "shared"}
+        edge = spec.edge_or_node
+        names = ([e.name if isinstance(e, torch.fx.Node) else str(e) for e in edge] if isinstance(edge, tuple)
+                 else [edge.name if isinstance(edge, torch.fx.Node) else str(edge)])
+        return {"kind": "shared", "edge": names}
     if not isinstance(spec, QuantizationSpec):
         return {"kind": type(spec).__name__}
     return {"kind": "spec", "dtype": str(spec.dtype).removeprefix("torch."),
@@ -324,12 +531,15 @@ def describe_annotations(gm: torch.fx.GraphModule) -> list[dict]:
         entry = {"name": node.name, "target": _target_text(node),
                  "users": [u.name for u in node.users], "annotated": annotation is not None,
                  "tensor_args": [isinstance(a, torch.fx.Node) for a in node.args],
+                 "args_same": len(node.args) > 1 and node.args[0] is node.args[1],
                  "inputs": {}, "output": None}
         if annotation is not None:
             for source, spec in (getattr(annotation, "input_qspec_map", None) or {}).items():
                 positions = [i for i, a in enumerate(node.args) if a is source] or ["kwarg"]
                 for position in positions:
                     entry["inputs"][str(position)] = describe_spec(spec)
+                    if isinstance(source, torch.fx.Node):
+                        entry["inputs"][str(position)] = {**entry["inputs"][str(position)], "source": source.name}
             entry["output"] = describe_spec(getattr(annotation, "output_qspec", None))
         described.append(entry)
     return described
@@ -349,13 +559,30 @@ def describe_quantized(gm: torch.fx.GraphModule) -> list[dict]:
         entry = {"name": node.name, "target": _target_text(node),
                  "args": [a.name if isinstance(a, torch.fx.Node) else _literal(a) for a in node.args],
                  "arg_ops": [a.op if isinstance(a, torch.fx.Node) else None for a in node.args],
+                 "kwargs": {k: a.name if isinstance(a, torch.fx.Node) else _literal(a) for k, a in node.kwargs.items()},
                  "users": [u.name for u in node.users]}
         if node.target in (QUANTIZE_PER_TENSOR, DEQUANTIZE_PER_TENSOR):
             entry["qparams"] = [float(node.args[1]), int(node.args[2]), str(node.args[5]).removeprefix("torch.")]
         elif node.target is DEQUANTIZE_PER_CHANNEL:
-            entry["qparams"] = ["per_channel", int(node.args[3]), str(node.args[6]).removeprefix("torch.")]
+            entry["qparams"] = ["per_channel", int(node.args[3]), str(node.args[6]).removeprefix("torch."),
+                                *_per_channel_facts(gm, node)]
         described.append(entry)
     return described
+
+
+def _per_channel_facts(gm: torch.fx.GraphModule, dq: torch.fx.Node) -> list[bool]:
+    """[zero points all 0, one scale per row of the axis] of a dequantize_per_channel whose tensors are attributes."""
+    def value(arg):
+        if isinstance(arg, torch.fx.Node) and arg.op == "get_attr":
+            return torch.fx.graph_module._get_attr(gm, arg.target)  # noqa: SLF001
+        return None
+
+    weight, scales, zero_points = (value(a) for a in dq.args[:3])
+    if weight is None or scales is None or zero_points is None:
+        return [False, False]
+    axis = int(dq.args[3])
+    rows = weight.shape[axis] if -weight.dim() <= axis < weight.dim() else -1
+    return [not bool(zero_points.any()), scales.numel() == rows]
 
 
 # --- probes ------------------------------------------------------------------------------------------------
@@ -369,20 +596,22 @@ def annotated(attempt: ModuleType, recipe: str | MLPSpec) -> list[dict]:
     return describe_annotations(gm)
 
 
-def quantized(attempt: ModuleType, recipe: str | MLPSpec, calibration_scale: float = INPUT_SCALE) -> dict:
-    """quantize_for_npu(model, example, calibration batches): what it returned, its nodes, its outputs."""
+def quantized(attempt: ModuleType, recipe: str | MLPSpec, calibration_scale: float | tuple = INPUT_SCALE) -> dict:
+    """quantize_for_npu(model, example, calibration batches as a generator): what it returned, its nodes, its
+    outputs."""
     with quiet():
-        converted = attempt.quantize_for_npu(build(recipe), example(recipe), calibration(recipe, calibration_scale))
+        converted = attempt.quantize_for_npu(build(recipe), example(recipe),
+                                             calibration_stream(recipe, calibration_scale))
     if not isinstance(converted, torch.fx.GraphModule):
         return {"type": type(converted).__name__}
     return {"type": "GraphModule", "nodes": describe_quantized(converted), "outputs": run(converted, recipe)}
 
 
 def lowered(attempt: ModuleType, recipe: str | MLPSpec, share_add: bool = True, weights: str = "symmetric",
-            activations: str = "int8") -> dict:
+            activations: str = "int8", edit: str = "none") -> dict:
     """lower_to_npu_int8 on the spec's quantized graph of `recipe`: what it returned, its nodes, its outputs."""
     with quiet():
-        result = attempt.lower_to_npu_int8(spec_converted(recipe, share_add, weights, activations))
+        result = attempt.lower_to_npu_int8(spec_converted(recipe, share_add, weights, activations, edit))
     if not isinstance(result, torch.fx.GraphModule):
         return {"type": type(result).__name__}
     return {"type": "GraphModule", "nodes": describe_quantized(result), "outputs": run(result, recipe)}
@@ -392,16 +621,17 @@ def quantized_and_lowered(attempt: ModuleType, recipe: str | MLPSpec) -> dict:
     """The attempt's whole path: quantize_for_npu, then lower_to_npu_int8; the quantized graph's outputs (taken
     before lowering), the lowered graph's nodes and outputs."""
     with quiet():
-        converted = attempt.quantize_for_npu(build(recipe), example(recipe), calibration(recipe))
+        converted = attempt.quantize_for_npu(build(recipe), example(recipe), calibration_stream(recipe))
     if not isinstance(converted, torch.fx.GraphModule):
         return {"type": type(converted).__name__}
     quantized_outputs = run(converted, recipe)
+    quantized_nodes = describe_quantized(converted)
     with quiet():
         result = attempt.lower_to_npu_int8(converted)
     if not isinstance(result, torch.fx.GraphModule):
         return {"type": type(result).__name__}
-    return {"type": "GraphModule", "quantized_outputs": quantized_outputs, "nodes": describe_quantized(result),
-            "outputs": run(result, recipe)}
+    return {"type": "GraphModule", "quantized_outputs": quantized_outputs, "quantized_nodes": quantized_nodes,
+            "nodes": describe_quantized(result), "outputs": run(result, recipe)}
 
 
 def sqnr_of(attempt: ModuleType, pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Any]:

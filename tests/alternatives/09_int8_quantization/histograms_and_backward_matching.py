@@ -31,6 +31,8 @@ from katas.common.pt2e import (
 )
 
 aten = torch.ops.aten
+RELUS = (aten.relu.default, aten.relu_.default)  # in place or not: the same patterns
+ADDS = (aten.add.Tensor, aten.add_.Tensor)
 
 
 def _act() -> QuantizationSpec:
@@ -47,7 +49,7 @@ class NPUQuantizer(Quantizer):
     def annotate(self, model):
         riders = set()
         for node in model.graph.nodes:  # relus first: a relu decides whether its linear carries the output
-            if node.op == "call_function" and node.target == aten.relu.default:
+            if node.op == "call_function" and node.target in RELUS:
                 source = node.args[0]
                 if (isinstance(source, torch.fx.Node) and source.target == aten.linear.default
                         and len(source.users) == 1):
@@ -62,7 +64,7 @@ class NPUQuantizer(Quantizer):
                 node.meta["quantization_annotation"] = QuantizationAnnotation(
                     input_qspec_map={x: _act(), w: _weight()},
                     output_qspec=None if node in riders else _act(), _annotated=True)
-            elif node.target == aten.add.Tensor:
+            elif node.target in ADDS:
                 a, b = node.args[0], node.args[1]
                 if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)):
                     continue
@@ -131,20 +133,20 @@ def lower_to_npu_int8(converted):
         if not isinstance(source, torch.fx.Node) or q.args[5] != torch.int8 or len(source.users) != 1:
             continue
         replacement = None
-        if source.target == aten.relu.default:
+        if source.target in RELUS:
             linear = source.args[0]
             if isinstance(linear, torch.fx.Node) and linear.target == aten.linear.default and len(linear.users) == 1:
                 replacement = _linear_call(gm, q, linear, source)
         elif source.target == aten.linear.default:
             replacement = _linear_call(gm, q, source, None)
-        elif source.target == aten.add.Tensor:
+        elif source.target in ADDS:
             replacement = _add_call(gm, q, source)
         if replacement is not None:
             q.replace_all_uses_with(replacement)
     for node in reversed(list(gm.graph.nodes)):
         if node.op == "call_function" and not node.users and node.target in (
-                QUANTIZE_PER_TENSOR, DEQUANTIZE_PER_TENSOR, DEQUANTIZE_PER_CHANNEL, aten.relu.default,
-                aten.linear.default, aten.add.Tensor):
+                QUANTIZE_PER_TENSOR, DEQUANTIZE_PER_TENSOR, DEQUANTIZE_PER_CHANNEL, *RELUS, aten.linear.default,
+                *ADDS):
             gm.graph.erase_node(node)
     gm.recompile()
     return gm

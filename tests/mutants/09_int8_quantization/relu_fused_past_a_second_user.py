@@ -4,7 +4,8 @@ guard forgotten): the linear's own output goes unquantized."""
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('quantizer_annotates_linears_and_adds', 'relu_rides_on_its_linear')
+KILLED_BY = ('every_int8_pattern_becomes_one_int8_op', 'every_linear_and_add_runs_int8_on_the_npu',
+    'patterns_of_other_kinds_stay_float', 'quantizer_annotates_linears_and_adds', 'relu_rides_on_its_linear')
 
 
 def _fusable_relu(linear):

@@ -4,7 +4,8 @@ between them, and the relu runs in float on the CPU."""
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('relu_rides_on_its_linear', 'skewed_weights_keep_their_small_channels')
+KILLED_BY = ('every_linear_and_add_runs_int8_on_the_npu', 'quantizer_annotates_linears_and_adds',
+    'random_mlps_run_int8_on_the_npu', 'relu_rides_on_its_linear', 'skewed_weights_keep_their_small_channels')
 
 
 
