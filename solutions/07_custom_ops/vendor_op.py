@@ -9,13 +9,15 @@ Four pieces, each a thing a backend author really writes:
 2. autograd -- `register_autograd` saves what the fused op has (x, weight, bias: never the pre-GELU value,
    which the fused op never stores) and calls the backward op;
 3. the rewrite -- `replace_pattern_with_filters` with one pattern per form a Dynamo graph writes the pair in;
-   the matcher already refuses a pair whose Linear output has another reader, and the filter refuses a pair
-   that a grad-mode switch separates from the place the rewriter puts its replacement;
+   the matcher already refuses a pair whose Linear output has another reader, and the filters refuse a pair
+   that a grad-mode switch or an in-place write into its inputs separates from the place the rewriter puts its
+   replacement;
 4. the backend -- the rewrite runs on Dynamo's graph, before aot_autograd splits it into forward and backward:
    after the split, the forward graph returns the pre-GELU value for backward and no pair is safe any more.
 """
 from __future__ import annotations
 
+import operator
 from typing import Optional
 
 import torch
@@ -110,6 +112,26 @@ def _fused_tanh(x, w, b):
 
 REWRITES = ((_pattern_plain, _fused_none), (_pattern_none, _fused_none), (_pattern_tanh, _fused_tanh))
 GRAD_MODE_SWITCHES = {torch._C._set_grad_enabled}
+# how Dynamo's graph writes into a tensor in place: `t += 1`, `t[0] = 0` (besides methods like t.mul_, and calls
+# with inplace=True or out=)
+IN_PLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                      operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
+                      operator.ilshift, operator.irshift, operator.setitem}
+
+
+def _between_match_and_insertion(match: InternalMatch, graph: torch.fx.Graph):
+    """The nodes after the match's first node and before the place the rewriter puts the replacement (the first
+    reader of the GELU), the match's own nodes left out."""
+    matched = {node for node in match.nodes_map.values() if node not in match.placeholder_nodes}
+    readers = {user for node in match.returning_nodes for user in node.users}
+    inside = False
+    for node in graph.nodes:
+        if node in readers:  # where the replacement goes
+            return
+        if node in matched:
+            inside = True
+        elif inside:
+            yield node
 
 
 def no_grad_mode_switch(match: InternalMatch, graph: torch.fx.Graph, pattern: torch.fx.Graph) -> bool:
@@ -119,19 +141,36 @@ def no_grad_mode_switch(match: InternalMatch, graph: torch.fx.Graph, pattern: to
     was. Inside `with torch.no_grad():` that reader may come after Dynamo's `_set_grad_enabled(True)`: the
     fused op would then record autograd history the eager model never had, and training would send
     gradients into a frozen Linear. (The single-user guard is not needed here: the matcher already refuses a
-    match whose inner nodes are read from outside it.)
+    match whose inner nodes are read from outside it.) A pair that jumps over a closed block is refused too:
+    the lesson allows that.
     """
-    matched = {node for node in match.nodes_map.values() if node not in match.placeholder_nodes}
-    readers = {user for node in match.returning_nodes for user in node.users}
-    inside = False
-    for node in graph.nodes:
-        if node in readers:  # where the replacement goes
-            break
-        if node in matched:
-            inside = True
-        elif inside and node.target in GRAD_MODE_SWITCHES:
-            return False
-    return True
+    return not any(node.target in GRAD_MODE_SWITCHES for node in _between_match_and_insertion(match, graph))
+
+
+def _writes_in_place(node: torch.fx.Node, inputs: set) -> bool:
+    """Does `node` write in place into one of `inputs`?"""
+    if node.op not in ("call_method", "call_function"):
+        return False
+    written = node.kwargs.get("out")
+    if written in inputs:
+        return True
+    if not node.args or node.args[0] not in inputs:
+        return False
+    if node.op == "call_method":
+        return node.target.endswith("_") and not node.target.endswith("__")
+    name = getattr(node.target, "__name__", "")
+    return (node.target in IN_PLACE_OPERATORS or node.kwargs.get("inplace") is True
+            or (name.endswith("_") and not name.endswith("__")))
+
+
+def no_in_place_write(match: InternalMatch, graph: torch.fx.Graph, pattern: torch.fx.Graph) -> bool:
+    """True if no node between the match's first node and where its replacement goes writes in place into one of
+    the match's inputs: the fused op, put after that write, would read the written value."""
+    inputs = {node for node in match.placeholder_nodes if isinstance(node, torch.fx.Node)}
+    return not any(_writes_in_place(node, inputs) for node in _between_match_and_insertion(match, graph))
+
+
+FILTERS = [no_grad_mode_switch, no_in_place_write]
 
 
 def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
@@ -140,7 +179,7 @@ def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
     Returns the number of pairs fused; `gm` is rewritten in place and recompiled."""
     fused = 0
     for pattern, replacement in REWRITES:
-        fused += len(replace_pattern_with_filters(gm, pattern, replacement, match_filters=[no_grad_mode_switch]))
+        fused += len(replace_pattern_with_filters(gm, pattern, replacement, match_filters=FILTERS))
     gm.graph.lint()
     gm.recompile()
     return fused

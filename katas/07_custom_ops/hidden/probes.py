@@ -137,20 +137,40 @@ def forward(attempt: ModuleType, case: dict) -> torch.Tensor:
     return custom_op(attempt, "linear_gelu")(x, weight, bias, case.approximate)
 
 
-def fake_and_real(attempt: ModuleType, case: dict) -> dict:
-    """Shape, dtype and device of linear_gelu's output from the fake kernel (FakeTensorMode) and the real one."""
+def _describe(t: Any) -> dict:
+    return {"shape": list(t.shape), "dtype": str(t.dtype), "device": str(t.device)}
+
+
+def fake_and_real(attempt: ModuleType, case: dict, devices: tuple = ("cpu", "meta")) -> dict:
+    """Shape, dtype and device of every output of linear_gelu and of linear_gelu_backward: from the real kernel on
+    CPU tensors ("real"), from the fake kernel under FakeTensorMode ("fake": fake CPU tensors) and on meta tensors
+    ("meta": a custom op runs its fake kernel there; tensors with no data, on another device than the CPU)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     case = _as_case(case)
-    op = custom_op(attempt, "linear_gelu")
+    ops = {"linear_gelu": custom_op(attempt, "linear_gelu"), "linear_gelu_backward": custom_op(attempt,
+                                                                                              "linear_gelu_backward")}
     x, weight, bias = case.tensors()
-    real = op(x, weight, bias, case.approximate)
-    with FakeTensorMode() as mode:
-        fx, fw = mode.from_tensor(x), mode.from_tensor(weight)
-        fb = mode.from_tensor(bias) if bias is not None else None
-        fake = op(fx, fw, fb, case.approximate)
-    describe = lambda t: {"shape": list(t.shape), "dtype": str(t.dtype), "device": str(t.device)}  # noqa: E731
-    return {"fake": describe(fake), "real": describe(real)}
+    grad = torch.randn(*case.lead, case.out_features, generator=torch.Generator().manual_seed(case.seed + 1),
+                       dtype=x.dtype)
+    args = {"linear_gelu": (x, weight, bias, case.approximate),
+            "linear_gelu_backward": (grad, x, weight, bias, case.approximate)}
+
+    def outputs(result: Any) -> list[dict]:
+        return [_describe(t) for t in (result if isinstance(result, (tuple, list)) else (result,))]
+
+    seen = {}
+    for name, op in ops.items():
+        seen[name] = {"real": outputs(op(*args[name]))}
+        for device in devices:
+            if device == "cpu":
+                with FakeTensorMode() as mode:
+                    fake_args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args[name]]
+                    seen[name]["fake"] = outputs(op(*fake_args))
+            else:
+                moved = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args[name]]
+                seen[name][device] = outputs(op(*moved))
+    return seen
 
 
 class _CallsOp(nn.Module):
@@ -184,6 +204,34 @@ def export_with_dynamic_batch(attempt: ModuleType, case: dict) -> dict:
     return {"sizes": sizes, "ran_on_bigger_batch": ran}
 
 
+class _CallsBackwardOp(nn.Module):
+    def __init__(self, op: Callable, weight: torch.Tensor, bias: Optional[torch.Tensor], approximate: str) -> None:
+        super().__init__()
+        self.op, self.approximate = op, approximate
+        self.weight = nn.Parameter(weight, requires_grad=False)
+        self.bias = nn.Parameter(bias, requires_grad=False) if bias is not None else None
+
+    def forward(self, grad, x):
+        return self.op(grad, x, self.weight, self.bias, self.approximate)
+
+
+def export_backward_with_dynamic_batch(attempt: ModuleType, case: dict) -> dict:
+    """torch.export of a module calling linear_gelu_backward(grad, x, ...), every leading dimension of grad and x a
+    `Dim`: does the backward op's fake kernel keep them symbolic? The error text, or each output's sizes."""
+    case = _as_case(case)
+    x, weight, bias = case.tensors()
+    grad = torch.randn(*case.lead, case.out_features, dtype=x.dtype)
+    module = _CallsBackwardOp(custom_op(attempt, "linear_gelu_backward"), weight, bias, case.approximate)
+    dims = {i: torch.export.Dim(f"d{i}", min=2) for i in range(len(case.lead))}
+    try:
+        with quiet():
+            ep = torch.export.export(module, (grad, x), dynamic_shapes=(dims, dims))
+    except Exception as exc:  # noqa: BLE001 - the check reports it
+        return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:400]}"}
+    outs = [n for n in ep.graph.nodes if n.op == "output"][0].args[0]
+    return {"sizes": [[str(s) for s in out.meta["val"].shape] for out in outs]}
+
+
 class OpRecorder(TorchDispatchMode):
     """Every operator that reaches the dispatcher while active, by name (inner calls of a custom op's kernel are
     not seen: the kernel runs with the mode popped)."""
@@ -210,23 +258,58 @@ def gradients(attempt: ModuleType, case: dict) -> dict:
             "backward_ops": dict(seen.ops)}
 
 
+def gradients_of_two_calls(attempt: ModuleType, first: dict, second: dict) -> list[dict]:
+    """Two calls of the attempt's linear_gelu (two layers), then one backward of the sum of both losses: each
+    call's output and gradients. Each call's gradients depend on that call alone."""
+    op = custom_op(attempt, "linear_gelu")
+    calls = []
+    for raw in (first, second):
+        case = _as_case(raw)
+        x, weight, bias = case.tensors(requires_grad=True)
+        calls.append((x, weight, bias, op(x, weight, bias, case.approximate)))
+    total = sum((out * _grad_weights(out)).sum().double() for *_, out in calls)
+    total.backward()
+    return [{"out": out.detach(), "x": x.grad, "weight": weight.grad, "bias": None if bias is None else bias.grad}
+            for x, weight, bias, out in calls]
+
+
 def _grad_weights(out: torch.Tensor) -> torch.Tensor:
     """Fixed, uneven weights for the loss, so every output element's gradient differs."""
     return torch.linspace(-1.0, 2.0, out.numel(), dtype=out.dtype).reshape(out.shape)
 
 
-def out_variant(attempt: ModuleType, case: dict) -> dict:
-    """linear_gelu_out eagerly (into a NaN-filled buffer) and inside torch.compile(backend="aot_eager")."""
+def out_buffer(case: OpCase, layout: str, fill: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(buffer, out): the buffer a runtime allocated, filled with `fill`, and the view of it passed as `out`
+    (katas.common.strategies.OUT_BUFFER_LAYOUTS)."""
+    shape = (*case.lead, case.out_features)
+    if layout == "fresh":
+        buffer = torch.full(shape, fill, dtype=dtype)
+        return buffer, buffer
+    if layout == "a slot of a larger buffer":
+        buffer = torch.full((3, *shape), fill, dtype=dtype)
+        return buffer, buffer[1]
+    if layout == "columns of a larger buffer":
+        buffer = torch.full((*case.lead, case.out_features + 3), fill, dtype=dtype)
+        return buffer, buffer[..., 1:1 + case.out_features]
+    raise ValueError(layout)
+
+
+def out_variant(attempt: ModuleType, case: dict, layout: str = "fresh") -> dict:
+    """linear_gelu_out eagerly (into a view `layout` says of a buffer filled with 7.0) and inside
+    torch.compile(backend="aot_eager") (into the same view of a zero buffer the compiled function allocates and
+    returns): the whole buffer each time, and whether `out` still shares its memory after the call."""
     case = _as_case(case)
     op = custom_op(attempt, "linear_gelu_out")
     x, weight, bias = case.tensors()
-    out = torch.full((*case.lead, case.out_features), float("nan"), dtype=x.dtype)
+    buffer, out = out_buffer(case, layout, 7.0, x.dtype)
+    pointer = out.data_ptr()
     returned = op(x, weight, bias, out, case.approximate)
+    same_memory = out.data_ptr() == pointer
 
     def allocate_and_call(x, weight, bias):
-        buffer = torch.zeros(*x.shape[:-1], weight.shape[0], dtype=x.dtype)
-        op(x, weight, bias, buffer, case.approximate)
-        return buffer * 1.0
+        buffer, view = out_buffer(case, layout, 0.0, x.dtype)
+        op(x, weight, bias, view, case.approximate)
+        return buffer * 1
 
     torch._dynamo.reset()
     try:
@@ -234,7 +317,8 @@ def out_variant(attempt: ModuleType, case: dict) -> dict:
             compiled = torch.compile(allocate_and_call, backend="aot_eager", fullgraph=True)(x, weight, bias)
     except Exception as exc:  # noqa: BLE001 - the check reports it
         compiled = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:400]}"
-    return {"returned": repr(returned)[:200], "out": out, "compiled": compiled}
+    return {"returned": repr(returned)[:200], "buffer": buffer, "out": out.clone(), "same_memory": same_memory,
+            "compiled": compiled}
 
 
 # --- models: the rewrite and training stages --------------------------------------------------------------
@@ -326,6 +410,69 @@ class GradModes(nn.Module):
         raise ValueError(self.kind)
 
 
+IN_PLACE_WRITES = {  # an in-place write to t, as katas.common.strategies.IN_PLACE_WRITES names it
+    "t.mul_(0.5)": lambda t: t.mul_(0.5),
+    "F.relu(t, inplace=True)": lambda t: F.relu(t, inplace=True),
+    "t[0] = 0": lambda t: t.__setitem__(0, 0.0),
+    "t += 1": None,  # written out in GradLayout._step: `t += 1` must be the statement Dynamo sees
+    "torch.relu_(t)": lambda t: torch.relu_(t),
+    "torch.mul(t, 0.5, out=t)": lambda t: torch.mul(t, 0.5, out=t),
+}
+
+
+class GradLayout(nn.Module):
+    """A Linear -> GELU pair, its readers, maybe an unrelated value (which reads x and t, writing neither) and an
+    in-place write, in the order and grad
+    modes a layout of katas.common.strategies.grad_mode_layouts gives: each run of steps with grad off is one
+    `with torch.no_grad():` block. With an in-place write, the pair reads t = x.detach().clone() and its Linear
+    is frozen (eager autograd refuses a backward through a Linear whose saved input was written afterwards)."""
+
+    def __init__(self, layout: tuple) -> None:
+        super().__init__()
+        _, steps, form, _seed = layout
+        self.fc = nn.Linear(4, 5)
+        self.act = Pair.FORMS[form]
+        self.head, self.tail, self.other = nn.Linear(5, 3), nn.Linear(5, 3), nn.Linear(4, 3)
+        self.writes = any(kind in IN_PLACE_WRITES for kind, _ in steps)
+        if self.writes:
+            self.fc.requires_grad_(False)
+        runs: list[tuple[bool, list[str]]] = []
+        for kind, grad_on in steps:
+            if runs and runs[-1][0] == grad_on:
+                runs[-1][1].append(kind)
+            else:
+                runs.append((grad_on, [kind]))
+        self.runs = tuple((grad_on, tuple(kinds)) for grad_on, kinds in runs)
+
+    def _step(self, kind: str, x, t, values: dict) -> None:
+        if kind == "linear":
+            values["z"] = self.fc(t)
+        elif kind == "gelu":
+            values["h"] = self.act(values["z"])
+        elif kind in ("reader", "reader2", "unrelated"):
+            y = {"reader": self.head, "reader2": self.tail}.get(kind, self.other)(values["h"] if kind != "unrelated"
+                                                                                   else x * t.abs().mean())
+            values["out"] = y if values.get("out") is None else values["out"] + y
+        elif kind == "t += 1":
+            t += 1
+        else:
+            IN_PLACE_WRITES[kind](t)
+
+    def forward(self, x):
+        t = x.detach().clone() if self.writes else x
+        values: dict = {"out": None}
+        for grad_on, kinds in self.runs:
+            if grad_on:
+                for kind in kinds:
+                    self._step(kind, x, t, values)
+            else:
+                with torch.no_grad():
+                    for kind in kinds:
+                        self._step(kind, x, t, values)
+        out = values["out"]
+        return out + t.sum() if self.writes else out
+
+
 RECIPES: dict[str, Callable[[], nn.Module]] = {
     **{f"pair {form}": (lambda form=form: Pair(form)) for form in Pair.FORMS},
     "pair F.gelu(z), Linear without bias": lambda: Pair("F.gelu(z)", bias=False),
@@ -343,6 +490,10 @@ def build(recipe: Any) -> tuple[nn.Module, torch.Tensor]:
         model = build_mlp(recipe).train()
         return model, example_input(recipe)
     with torch.random.fork_rng():
+        if isinstance(recipe, (tuple, list)) and recipe[0] == "layout":
+            torch.manual_seed(recipe[3])
+            model = GradLayout(tuple(recipe)).train()
+            return model, torch.randn(2, 3, 4)
         torch.manual_seed(7)
         model = RECIPES[recipe]().train()
         x = torch.randn(2, 3, 4)

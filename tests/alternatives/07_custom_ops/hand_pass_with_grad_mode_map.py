@@ -6,6 +6,8 @@
   pair where the GELU was, when the Linear and the GELU run in the same grad mode. It therefore fuses two pairs the
   rewriter must refuse, a pair inside a no_grad block whose reader is after it and a pair whose reader is inside a
   later block, which the lesson allows.
+- It fuses where the GELU was, so only an in-place write into the Linear's input between the Linear and the GELU
+  can change what the fused op reads: such a pair is refused (a write after the GELU is harmless here).
 - The backend: aot_autograd with make_boxed_func compilers, fused first.
 """
 from __future__ import annotations
@@ -93,8 +95,26 @@ def _grad_mode_at(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
     return modes
 
 
+_IN_PLACE_FUNCTIONS = {"iadd", "isub", "imul", "itruediv", "setitem"}
+
+
+def _writes_into(node: torch.fx.Node) -> Optional[torch.fx.Node]:
+    """The node whose tensor `node` writes in place, or None."""
+    if node.op == "call_function" and isinstance(node.kwargs.get("out"), torch.fx.Node):
+        return node.kwargs["out"]
+    if not node.args:
+        return None
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    in_place = (node.op == "call_method" and name.endswith("_") and not name.startswith("_")) or (
+        node.op == "call_function" and (name in _IN_PLACE_FUNCTIONS or node.kwargs.get("inplace", False)
+                                        or (name.endswith("_") and not name.startswith("_"))))
+    return node.args[0] if in_place else None
+
+
 def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
     modes = _grad_mode_at(gm.graph)
+    order = {node: i for i, node in enumerate(gm.graph.nodes)}
+    writes = [(order[node], _writes_into(node)) for node in gm.graph.nodes if _writes_into(node) is not None]
     pairs = []
     for gelu in gm.graph.nodes:
         if gelu.op != "call_function" or gelu.target is not torch._C._nn.gelu:
@@ -103,6 +123,8 @@ def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
         if not (isinstance(linear, torch.fx.Node) and linear.target is torch._C._nn.linear):
             continue
         if len(linear.users) != 1 or modes[linear] != modes[gelu]:
+            continue
+        if any(order[linear] < at < order[gelu] and written is linear.args[0] for at, written in writes):
             continue
         pairs.append((linear, gelu))
     for linear, gelu in pairs:

@@ -3,7 +3,8 @@ ignore_literals=True and builds each replacement from its match with replacement
 `approximate` travels to the fused op. The grad-mode filter looks up, for every grad switch, whether it lies
 between the match's first node and the first reader of the GELU, by node positions. The backward kernel flattens
 with flatten(0, -2) instead of reshape, the out= op declares its mutation with a set, and the backend passes only a
-forward compiler (aot_autograd then compiles the backward with it too)."""
+forward compiler (aot_autograd then compiles the backward with it too). A second filter refuses a match when a node
+between its first node and the insertion point writes in place into one of its inputs (by node positions too)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -90,10 +91,36 @@ def _same_grad_mode_until_insertion(match, graph, pattern) -> bool:
     return not any(first < s < insert_at for s in switches)
 
 
+def _in_place_target(node: torch.fx.Node):
+    """The argument `node` writes in place, if any."""
+    import operator
+
+    if node.op == "call_method" and node.target.endswith("_") and not node.target.endswith("__"):
+        return node.args[0]
+    if node.op == "call_function":
+        if node.target in (operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv):
+            return node.args[0]
+        if node.kwargs.get("inplace") is True or getattr(node.target, "__name__", "").endswith("_"):
+            return node.args[0] if node.args else None
+        if "out" in node.kwargs:
+            return node.kwargs["out"]
+    return None
+
+
+def _no_write_until_insertion(match, graph, pattern) -> bool:
+    position = {node: i for i, node in enumerate(graph.nodes)}
+    inner = [n for n in match.nodes_map.values() if n not in match.placeholder_nodes]
+    first = min(position[n] for n in inner)
+    insert_at = min(position[u] for n in match.returning_nodes for u in n.users)
+    inputs = [n for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)]
+    return not any(first < position[n] < insert_at and _in_place_target(n) in inputs for n in graph.nodes)
+
+
 def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
     count = 0
     for pattern in (_with_keyword, _without_keyword):
-        count += len(replace_pattern_with_filters(gm, pattern, None, match_filters=[_same_grad_mode_until_insertion],
+        filters = [_same_grad_mode_until_insertion, _no_write_until_insertion]
+        count += len(replace_pattern_with_filters(gm, pattern, None, match_filters=filters,
                                                   ignore_literals=True, replacement_callback=_replacement_for))
     return count
 

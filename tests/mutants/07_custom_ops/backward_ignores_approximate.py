@@ -8,8 +8,8 @@ _ref = load_reference("07_custom_ops", "vendor_op.py")
 linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
-KILLED_BY = ('gradients_match_eager', 'rewriter_fuses_every_form_dynamo_writes', 'training_handles_a_new_batch_size',
-    'training_runs_fused_forward_and_backward')
+KILLED_BY = ('backward_keeps_each_calls_state', 'gradients_match_eager', 'rewriter_fuses_every_form_dynamo_writes',
+    'training_handles_a_new_batch_size', 'training_runs_fused_forward_and_backward')
 
 
 @torch.library.custom_op("npu_mutant_bwd_tanh::linear_gelu_backward", mutates_args=())

@@ -9,9 +9,10 @@ _ref = load_reference("07_custom_ops", "vendor_op.py")
 linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
-KILLED_BY = ('backward_runs_the_backward_op', 'gradients_match_eager', 'rewriter_fuses_every_form_dynamo_writes',
-    'rewriter_fuses_exactly_the_safe_pairs', 'rewriter_respects_no_grad_blocks', 'training_handles_a_new_batch_size',
-    'training_matches_eager', 'training_runs_fused_forward_and_backward')
+KILLED_BY = ('backward_keeps_each_calls_state', 'backward_runs_the_backward_op', 'gradients_match_eager',
+    'rewriter_fuses_every_form_dynamo_writes', 'rewriter_fuses_exactly_the_safe_pairs',
+    'rewriter_moves_no_pair_past_a_switch_or_write', 'rewriter_respects_no_grad_blocks',
+    'training_handles_a_new_batch_size', 'training_matches_eager', 'training_runs_fused_forward_and_backward')
 
 
 def _setup_context(ctx, inputs, output):

@@ -9,7 +9,7 @@ _ref = load_reference("07_custom_ops", "vendor_op.py")
 linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
-KILLED_BY = ('fake_kernel_keeps_sizes_symbolic',)
+KILLED_BY = ('fake_kernel_keeps_sizes_symbolic', 'training_handles_a_new_batch_size')
 
 
 @torch.library.custom_op("npu_mutant_fake_ints::linear_gelu", mutates_args=())

@@ -7,8 +7,8 @@ linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.line
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
 KILLED_BY = ('rewriter_fuses_every_form_dynamo_writes', 'rewriter_fuses_exactly_the_safe_pairs',
-    'rewriter_respects_no_grad_blocks', 'training_handles_a_new_batch_size', 'training_matches_eager',
-    'training_runs_fused_forward_and_backward')
+    'rewriter_moves_no_pair_past_a_switch_or_write', 'rewriter_respects_no_grad_blocks',
+    'training_handles_a_new_batch_size', 'training_matches_eager', 'training_runs_fused_forward_and_backward')
 
 
 def _fused_none(x, w, b):

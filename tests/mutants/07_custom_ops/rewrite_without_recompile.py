@@ -9,7 +9,8 @@ linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.line
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
 KILLED_BY = ('rewriter_fuses_every_form_dynamo_writes', 'rewriter_fuses_exactly_the_safe_pairs',
-    'rewriter_respects_no_grad_blocks', 'training_respects_no_grad_blocks')
+    'rewriter_moves_no_pair_past_a_switch_or_write', 'rewriter_respects_no_grad_blocks',
+    'training_respects_no_grad_blocks')
 
 
 def fuse_with_rewriter(gm):

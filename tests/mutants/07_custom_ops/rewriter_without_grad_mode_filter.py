@@ -8,7 +8,8 @@ _ref = load_reference("07_custom_ops", "vendor_op.py")
 linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
-KILLED_BY = ('rewriter_respects_no_grad_blocks', 'training_respects_no_grad_blocks')
+KILLED_BY = ('rewriter_moves_no_pair_past_a_switch_or_write', 'rewriter_respects_no_grad_blocks',
+    'training_respects_no_grad_blocks')
 
 
 def fuse_with_rewriter(gm):
