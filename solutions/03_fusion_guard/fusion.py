@@ -87,7 +87,8 @@ def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
     Rewrites `gm` in place and returns the number of pairs fused. A pair is fused only when the Linear's
     output (and, in decomposed graphs, the reshape of it) is read by the GELU alone. GELU's `approximate`
     is carried over; a Linear without bias gets `bias=None`. Nodes outside the fused pairs are left as
-    they are; nodes the rewrite leaves without users are erased. The graph lints and `gm` is recompiled,
+    they are; nodes the rewrite leaves without users are erased. Nodes the capture already left without users
+    are kept (the contract allows deleting them too, as graph.eliminate_dead_code() would). The graph lints and `gm` is recompiled,
     so calling `gm` runs the fused graph. Running the pass again fuses nothing and returns 0.
     """
     matches = [match for node in gm.graph.nodes if (match := match_at(gm, node)) is not None]

@@ -13,6 +13,7 @@ in place, and then proves two things independently of how the attempt is written
 """
 from __future__ import annotations
 
+import operator
 import traceback
 from collections import Counter
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ from katas.common import capture, describe
 from katas.common.models import LayerSpec, MLPSpec, build_mlp
 from katas.common.ops import LINEAR_GELU_CALLS
 from katas.common.strategies import mlp_specs
+from checker.child import load_module
+
+programs = load_module(Path(__file__).with_name("programs.py"), "kata03_fusion_guard_programs")  # pair programs
+LEAF_TRACER = programs.LEAF_TRACER
 
 CHECKS = Checks()
 aten = torch.ops.aten
@@ -41,6 +46,8 @@ GELU_FUNCTIONS = {torch._C._nn.gelu, aten.gelu.default}
 PLUMBING_FUNCTIONS = {aten.t.default, aten.permute.default, aten.view.default, aten._unsafe_view.default,
                       aten.reshape.default}
 RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
+# size arithmetic of graphs with a symbolic batch: a pass that drops the views may drop what only they read
+SIZE_FUNCTIONS = {aten.sym_size.int, operator.mul, operator.floordiv, operator.add, operator.sub}
 
 EVERY_CAPTURE = ("symbolic_trace", "dynamo", "make_fx_pre_dispatch", "export", "make_fx", "aot_autograd", "export_core")
 # the cheapest capture of each graph form (export_core costs ~0.4 s; make_fx and aot_autograd give the same form)
@@ -80,8 +87,15 @@ def short_target(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
     return target_name(node.target)
 
 
-def kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str | None:
-    """fused | linear | gelu | plumbing | the target's name; None for placeholder and output."""
+def is_size_arithmetic(node: torch.fx.Node) -> bool:
+    """A node computing a size (a SymInt) of a graph with a symbolic batch, as the capture recorded it."""
+    return (node.op == "call_function" and node.target in SIZE_FUNCTIONS
+            and isinstance(node.meta.get("val", node.meta.get("example_value")), (int, torch.SymInt)))
+
+
+def kind(gm: torch.fx.GraphModule, node: torch.fx.Node, sizes: frozenset = frozenset()) -> str | None:
+    """fused | linear | gelu | plumbing | the target's name; None for placeholder and output. `sizes`: names of
+    the size arithmetic nodes of the graph as captured (a rebuilt graph no longer records SymInt values)."""
     if node.op in ("placeholder", "output"):
         return None
     if node.op == "get_attr":
@@ -93,6 +107,9 @@ def kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str | None:
         if isinstance(module, nn.GELU):
             return "gelu"
         return short_target(gm, node)
+    if is_size_arithmetic(node) or (node.name in sizes and node.op == "call_function"
+                                    and node.target in SIZE_FUNCTIONS):
+        return "plumbing"  # sizes (SymInts): the view sandwich's arithmetic under a symbolic batch
     if node.op == "call_function":
         if node.target == FUSED:
             return "fused"
@@ -117,8 +134,8 @@ class Census:
     packets: list
 
     @classmethod
-    def of(cls, gm: torch.fx.GraphModule) -> "Census":
-        kinds = {node: kind(gm, node) for node in gm.graph.nodes}
+    def of(cls, gm: torch.fx.GraphModule, sizes: frozenset = frozenset()) -> "Census":
+        kinds = {node: kind(gm, node, sizes) for node in gm.graph.nodes}
         return cls(
             fused=[n for n, k in kinds.items() if k == "fused"],
             linears=[n for n, k in kinds.items() if k == "linear"],
@@ -220,6 +237,7 @@ TWO_PAIRS_TEXT = "the MLP fc0 -> GELU(tanh) -> fc1 (no bias) -> GELU -> fc2 -> R
 TWO_PAIRS_2D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS)
 TWO_PAIRS_3D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS, batch=(2, 3))
 TWO_PAIRS_4D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS, batch=(2, 2, 3))
+ONE_PAIR_3D = mlp("the MLP fc0 -> GELU", [(5, True, "gelu")], batch=(2, 3))
 FUNCTIONAL_PAIRS = mlp(f"{TWO_PAIRS_TEXT}, written with F.linear/F.gelu", TWO_PAIRS, style="functional")
 NO_BIAS_LAYERS = [(5, False, "gelu"), (3, False, "gelu_tanh")]
 NO_BIAS_TEXT = "the MLP fc0 (no bias) -> GELU -> fc1 (no bias) -> GELU(tanh)"
@@ -312,7 +330,10 @@ class GeluReadTwice(nn.Module):
 
 GELU_READ_TWICE = Case(
     "g = GELU(tanh)(fc(x)); g * sigmoid(g) (the GELU's output is read twice, the Linear's once)",
-    GeluReadTwice, (3, 4), linears=1, gelus=1, fused=("tanh",))
+    GeluReadTwice, (3, 4), linears=1, gelus=1, fused=("tanh",),
+    note="The guard is about the readers of the LINEAR's output only; the GELU's own readers do not matter to it. "
+         "The fused node produces exactly the GELU's value, so every reader of the GELU can read the fused node "
+         "instead (gelu_node.replace_all_uses_with(fused)). Here fc's output has one reader, the GELU: fuse.")
 
 
 class GateBeforeGelu(nn.Module):
@@ -405,10 +426,80 @@ SCALED_ADDMM = Case(
          "drops the scaling.")
 
 
+class ReshapedProducts(nn.Module):
+    """Two hand-written products whose reshapes are not a flatten-and-restore of the same input: the first
+    regroups the batch ((2, 3) rows come back as (3, 2)), the second reads a relu of the flattened input, so no
+    view sits on its input side. Decomposed, both are view/relu -> mm(x, t(w)) -> view -> gelu: Linear -> GELU
+    pairs (a hand-written x @ w.t() is F.linear), but dropping the views changes the result's shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1, self.w2 = nn.Parameter(torch.randn(5, 4)), nn.Parameter(torch.randn(5, 4))
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        regrouped = F.gelu((flat @ self.w1.t()).reshape(x.shape[1], -1, 5))     # (3, B, 5): rows regrouped
+        restored = F.gelu((torch.relu(flat) @ self.w2.t()).reshape(*x.shape[:-1], 5), approximate="tanh")
+        return regrouped.transpose(0, 1) + restored
+
+
+RESHAPED_PRODUCTS = Case(
+    "a = gelu((x.reshape(-1, 4) @ w1.t()).reshape(3, -1, 5)) (regroups the batch); "
+    "b = gelu((relu(x.reshape(-1, 4)) @ w2.t()).reshape(*x.shape[:-1], 5), approximate='tanh') (no view on the "
+    "product's input); a.transpose(0, 1) + b, x of shape (2, 3, 4)",
+    ReshapedProducts, (2, 3, 4), linears=2, gelus=2, fused=("none", "tanh"),
+    note="Both products are Linear -> GELU pairs, but their reshapes are not a flatten and a restore of the same "
+         "input: one regroups the batch, the other has no view on its input. Keep the shape plumbing (the fused "
+         "node takes the product's own x, the existing view reshapes its result), or drop the views only after "
+         "proving from node.meta['val'].shape that they flatten the input and restore exactly its leading dims.")
+
+
+class UserSubclasses(nn.Module):
+    """nn.Linear and nn.GELU subclasses of a user's own, which a custom Tracer keeps whole as call_module nodes."""
+
+    def __init__(self):
+        super().__init__()
+        from katas.common.zoo import KeepsGELU, KeepsLinear, ScaledLinear, ShiftedGELU
+
+        self.fc_keeps, self.act_keeps = KeepsLinear(4, 5), KeepsGELU(approximate="tanh")  # both keep forward
+        self.fc, self.act_shifted = nn.Linear(5, 5), ShiftedGELU()                         # forward: gelu(x - 0.5)
+        self.fc_scaled, self.act = ScaledLinear(5, 3), nn.GELU()                           # forward: 0.5 * linear
+
+    def forward(self, x):
+        return self.act(self.fc_scaled(self.act_shifted(self.fc(self.act_keeps(self.fc_keeps(x))))))
+
+
+USER_SUBCLASSES = Case(
+    "act(fc_scaled(act_shifted(fc(act_keeps(fc_keeps(x)))))): fc_keeps a KeepsLinear and act_keeps a "
+    "KeepsGELU(approximate='tanh') (both keep their base's forward); act_shifted a ShiftedGELU (an nn.GELU "
+    "subclass whose forward is gelu(x - 0.5)); fc_scaled a ScaledLinear (an nn.Linear subclass whose forward is "
+    "0.5 * linear)",
+    UserSubclasses, (3, 4), linears=3, gelus=3, fused=("tanh",),
+    note="A module is a Linear (a GELU) when it is an nn.Linear (nn.GELU) or a subclass that keeps its forward: "
+         "type(module).forward is nn.GELU.forward. isinstance(module, nn.GELU) also holds for ShiftedGELU, whose "
+         "forward computes gelu(x - 0.5): fusing it into linear_gelu computes something else. Such call_module "
+         "nodes appear when a custom fx.Tracer keeps user subclasses whole (is_leaf_module), or in a hand-built "
+         "graph.")
+
+
+class DeadBystander(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.act = nn.Linear(4, 5), nn.GELU()
+
+    def forward(self, x):
+        torch.cos(x)  # computed, never read: the capture leaves this node dead
+        return self.act(self.fc(x))
+
+
+DEAD_BYSTANDER = Case("torch.cos(x) (never read); act(fc(x))", DeadBystander, (3, 4), linears=1, gelus=1,
+                      fused=("none",))
+
+
 # --- running the attempt and judging the result ---------------------------------------------------------------
 
 def form_of(gm: torch.fx.GraphModule, method: str) -> str:
-    if method == "symbolic_trace":
+    if method in ("symbolic_trace", LEAF_TRACER):
         return "module" if any(n.op == "call_module" for n in gm.graph.nodes) else "torch"
     return {"dynamo": "torch", "make_fx_pre_dispatch": "aten", "export": "aten"}.get(method, "decomposed")
 
@@ -420,20 +511,47 @@ def attempt_line(ctx, exc: BaseException) -> str:
     return f" at {Path(path).name}:{frames[-1].lineno} in {frames[-1].name}()" if frames else ""
 
 
-def verify(ctx, case: Case, method: str, *, brief: bool = False) -> torch.fx.GraphModule:
+def left_dead_by_the_capture(gm: torch.fx.GraphModule) -> Counter:
+    """Kinds of the pure nodes whose value never reaches the graph's output, as captured. The contract lets a pass
+    remove them or keep them (graph.eliminate_dead_code() removes them)."""
+    live, todo = set(), [n for n in gm.graph.nodes if n.op == "output" or (n.op != "placeholder" and n.is_impure())]
+    while todo:
+        node = todo.pop()
+        if node not in live:
+            live.add(node)
+            todo.extend(node.all_input_nodes)
+    return Counter(k for n in gm.graph.nodes if n not in live
+                   and (k := kind(gm, n)) not in (None, "fused", "linear", "gelu", "plumbing"))
+
+
+def tensor_placeholders_read(gm: torch.fx.GraphModule) -> set[str]:
+    return {n.name for n in gm.graph.nodes
+            if n.op == "placeholder" and n.users and isinstance(recorded_value(n), torch.Tensor)}
+
+
+BIAS_FALSE_NOTE = ("\nRule: nn.Linear(..., bias=False) has .bias is None, so there is no parameter '<linear>.bias' to "
+                   "read with get_attr: the fused node takes bias=None then.")
+
+
+def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool = False) -> torch.fx.GraphModule:
     """Capture `case` with `method`, run the attempt's pass on the graph in place, check structure and numerics.
 
     Returns the rewritten graph module. `brief=True` leaves the lesson notes and graph listings out of failure
-    messages, so that a fuzz check's counterexample (printed after the message) stays on screen.
+    messages, so that a fuzz check's counterexample (printed after the message) stays on screen. `dynamic=True`
+    captures with a symbolic batch (export with a Dim, Dynamo and aot_autograd with dynamic=True).
     """
     model, inputs = case.model(), case.inputs()
     with torch.no_grad():
         eager = model(*inputs)
-    captured = capture(model, inputs, method)
+    captured = programs.capture_any(model, inputs, method, dynamic=dynamic)
     gm = captured.gm
     form = form_of(gm, method)
+    sizes = frozenset(n.name for n in gm.graph.nodes if is_size_arithmetic(n))
     before = Census.of(gm)
     before_text = format_graph(gm)
+    before_names = {n.name: n.op for n in gm.graph.nodes}
+    removable = left_dead_by_the_capture(gm)
+    operands_read = tensor_placeholders_read(gm)
     assert len(before.linears) == case.linears and len(before.gelus) == case.gelus and not before.fused, \
         f"internal: the {method} graph of {case.title} is not what the check expects:\n{before_text}"
 
@@ -443,14 +561,17 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False) -> torch.fx.Gra
     def note(text: str) -> str:
         return "" if brief else f"\n{text}"
 
-    where = f"on the {method} graph of {case.title}"
+    shown = programs.LEAF_TRACER_TEXT if method == LEAF_TRACER else method
+    where = f"on the {shown}{' (symbolic batch)' if dynamic else ''} graph of {case.title}"
     try:
         returned = ctx.attempt.fuse_linear_gelu(gm)
     except NotImplementedError:
         raise
     except Exception as exc:  # noqa: BLE001 - say which graph broke the attempt, and where
+        text = str(exc).strip()
+        bias_note = BIAS_FALSE_NOTE if ".bias'" in text and type(exc).__name__ == "GraphRebuildError" else ""
         raise CheckFailed(f"fuse_linear_gelu {where} raised {type(exc).__name__}{attempt_line(ctx, exc)}: "
-                          f"{str(exc).strip()[:300]}" + graph("given to", before_text)) from exc
+                          f"{text[:300]}" + bias_note + graph("given to", before_text)) from exc
     try:
         gm.graph.lint()
     except Exception as exc:  # noqa: BLE001 - any lint failure is the attempt's
@@ -463,11 +584,24 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False) -> torch.fx.Gra
            f"{missing[0].target if missing else ''!r}, which is no longer in gm. One nn.Linear can be called by "
            f"several call_module nodes: keep the module when you fuse one of its calls (the fused node reads its "
            f"parameters through get_attr)." + graph("before", before_text))
-    after = Census.of(gm)
+    after = Census.of(gm, sizes)
     after_text = format_graph(gm)
     expected = len(case.fused)
 
     new_dead = [name for name in after.dead if name not in before.dead]
+    lost = [n for n in new_dead if before_names.get(n) == "get_attr"]
+    lost = sorted(set(lost) | (operands_read - {n.name for n in gm.graph.nodes if n.op == "placeholder" and n.users}))
+    expect(not lost,
+           f"fuse_linear_gelu {where} lost operand(s): {', '.join(lost)} (a parameter or input the graph read before "
+           f"your pass) is read by nothing now. Do not erase it: the fused node must take every operand of the "
+           f"Linear it replaces, x, the weight and the bias, however the Linear names it (positionally, as a bias= "
+           f"or weight= keyword, an explicit None)." + graph("after", after_text))
+    dead_sizes = [n for n in new_dead if n in sizes]
+    expect(not dead_sizes,
+           f"fuse_linear_gelu {where} left size arithmetic nobody reads: {', '.join(dead_sizes)}. With a symbolic batch "
+           f"the view sandwich's sizes are computed in the graph (sym_size.int, operator.mul, or sizes passed in as "
+           f"placeholders by aot_autograd); if you drop the views, drop the size arithmetic that only they read."
+           + graph("after", after_text))
     expect(not new_dead,
            f"fuse_linear_gelu {where} left node(s) nobody reads: {', '.join(new_dead)}. The rewrite made them dead "
            f"(old Linear, GELU, weight transpose, ...): erase them with gm.graph.erase_node(node) or "
@@ -508,10 +642,13 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False) -> torch.fx.Gra
     expect(type(returned) is int and returned == expected,
            f"fuse_linear_gelu {where} returned {returned!r} after making {len(after.fused)} fused node(s); it must "
            f"return the number of pairs it fused, an int.")
-    expect(after.others == before.others,
+    kept = after.others - before.others  # ops the pass added
+    gone = before.others - after.others  # ops the pass removed: only what the capture had left dead may go
+    expect(not kept and not (gone - removable),
            f"fuse_linear_gelu {where} changed nodes outside the pairs it fused: other ops before "
-           f"{dict(before.others)}, after {dict(after.others)}. A pass owns only the nodes it matched."
-           + graph("after", after_text))
+           f"{dict(before.others)}, after {dict(after.others)}. A pass may delete only the nodes of the pairs it "
+           f"fuses and what only they read (the weight's transpose, the views, their size arithmetic), and nodes "
+           f"the capture already left without users; every other node stays." + graph("after", after_text))
 
     LINEAR_GELU_CALLS.reset()
     try:
@@ -663,6 +800,28 @@ def view_sandwich_fuses(ctx):
 
 
 @CHECKS.check(stage="decomposed", weight=2)
+def symbolic_batch_view_sandwich_fuses(ctx):
+    "a symbolic batch (export with a Dim, aot_autograd dynamic=True): the sandwich fuses, no size arithmetic left dead"
+    verify(ctx, ONE_PAIR_3D, "export_core", dynamic=True)  # sym_size.int(x, 0) and operator.mul feed the views
+    if ctx.deep:  # aot_autograd passes the sizes in as placeholders and multiplies them: no sym_size there
+        verify(ctx, TWO_PAIRS_4D, "aot_autograd", dynamic=True)
+        verify(ctx, TWO_PAIRS_3D, "export_core", dynamic=True)
+        verify(ctx, RESIDUAL_3D, "export_core", dynamic=True)
+        verify(ctx, TWO_PAIRS_3D, "dynamo", dynamic=True)
+
+
+@CHECKS.check(stage="decomposed", weight=2)
+def reshape_that_regroups_or_no_input_view_keeps_its_shape(ctx):
+    "a product whose reshape regroups the batch, or with no view on its input, fuses and keeps its output's shape"
+    verify(ctx, RESHAPED_PRODUCTS, "make_fx")
+    if ctx.deep:
+        verify(ctx, RESHAPED_PRODUCTS, "aot_autograd")
+        verify(ctx, RESHAPED_PRODUCTS, "export_core")
+        verify(ctx, RESHAPED_PRODUCTS, "export_core", dynamic=True)
+        verify(ctx, RESHAPED_PRODUCTS, "aot_autograd", dynamic=True)
+
+
+@CHECKS.check(stage="decomposed", weight=2)
 def reshaped_product_with_two_users_is_not_fused(ctx):
     "decomposed graphs: a view of the product read twice blocks the fusion"
     verify_each(ctx, [RESIDUAL_3D, RETURNED_3D], ["make_fx"])
@@ -728,6 +887,7 @@ def second_call_fuses_nothing(ctx):
 def nodes_outside_matches_untouched(ctx):
     "nodes outside the pairs stay: Linear -> ReLU, GELU of another op or of the graph's input"
     verify_each(ctx, [BYSTANDERS], ONE_PER_FORM)
+    verify_each(ctx, [DEAD_BYSTANDER], ["symbolic_trace", "make_fx"])
 
 
 @CHECKS.check(stage="safety", weight=1)
@@ -746,6 +906,36 @@ def shared_linear_module_keeps_working(ctx):
 def linear_subclass_fuses_only_with_linear_forward(ctx):
     "an nn.Linear subclass fuses only if it keeps nn.Linear.forward (torch.ao.nn.qat.Linear does not)"
     verify(ctx, LINEAR_SUBCLASSES, "symbolic_trace")
+
+
+@CHECKS.check(stage="safety", weight=2)
+def gelu_subclass_fuses_only_with_gelu_forward(ctx):
+    "nn.Linear / nn.GELU subclasses kept whole by a custom Tracer fuse only if they keep their base's forward"
+    verify(ctx, USER_SUBCLASSES, LEAF_TRACER)
+    if ctx.deep:
+        verify_each(ctx, [USER_SUBCLASSES], ["symbolic_trace", "make_fx"])
+
+
+def program_case(program) -> Case:
+    linears, gelus, fused = programs.expected_counts(program)
+    return Case(programs.program_text(program), lambda: programs.build_program(program), program.input_shape,
+                linears, gelus, fused, program.torch_dtype)
+
+
+@CHECKS.check(stage="safety", weight=3)
+def random_pair_programs(ctx):
+    "random chains of pairs: every Linear/GELU form, other readers, rank 2..4, reshapes, static or symbolic batch"
+    def prop(example):
+        program, method, dynamic = example
+        verify(ctx, program_case(program), method, brief=True, dynamic=dynamic)
+
+    # the learner profile draws the cheap captures with a static batch only (export, aot_autograd and a symbolic
+    # batch cost 2-4 times as much; the checks above have them); the deep profile draws every capture, both ways
+    fuzz(ctx, programs.program_captures(dynamic=ctx.deep, cheap=not ctx.deep), prop,
+         max_examples=40 if ctx.deep else 6,
+         describe=lambda ex: f"{programs.program_text(ex[0])}\ncaptured with: "
+                             f"{programs.LEAF_TRACER_TEXT if ex[1] == LEAF_TRACER else ex[1]}"
+                             f"{', symbolic batch' if ex[2] else ''}")
 
 
 def recorded_value(node: object) -> object:

@@ -18,7 +18,7 @@ KILLED_BY = (
     "approximate_is_carried", "linear_without_bias_fuses", "second_call_fuses_nothing",
     "nodes_outside_matches_untouched", "dead_nodes_are_removed", "shared_linear_module_keeps_working",
     "linear_subclass_fuses_only_with_linear_forward", "fused_nodes_record_their_value",
-)
+             "gelu_subclass_fuses_only_with_gelu_forward", "random_pair_programs")
 
 
 def gelu_approximate(gm, node):

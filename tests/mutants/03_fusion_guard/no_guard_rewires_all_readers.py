@@ -12,7 +12,7 @@ KILLED_BY = (
     "random_mlps_as_module_graphs", "random_mlps_as_torch_graphs", "random_mlps_as_aten_graphs",
     "reshaped_product_with_two_users_is_not_fused", "random_mlps_as_decomposed_graphs",
     "linear_output_with_two_users_is_not_fused",
-)
+             "random_pair_programs")
 
 
 def feeds_only(node, user):

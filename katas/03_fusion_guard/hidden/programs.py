@@ -1,0 +1,239 @@
+"""Kata 3's random pair programs: chains of Linear -> GELU pairs that vary every axis the lesson's rules speak of.
+
+A program is plain data (a `PairProgram` of `PairSpec`s); `build_program` turns it into an nn.Module and
+`expected_counts` reads off, from the design alone, how many Linears and GELUs it computes and which pairs are safe.
+Axes (see hidden/rules.toml): input rank 2..4; the Linear's form (nn.Linear, a subclass keeping or overriding its
+forward, F.linear with the bias positional / keyword / absent, a hand-written `x @ w.t()` whose reshapes flatten and
+restore, regroup the batch, or have no input view); the GELU's form (nn.GELU, a subclass keeping or overriding
+forward, F.gelu); approximate none/tanh; another reader of the Linear's output before the GELU, after it, or the
+graph's output; several pairs chained; and the capture, with a static or symbolic batch, including a custom Tracer
+that keeps subclasses whole.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+from hypothesis import strategies as st
+
+from katas.common.capture import DYNAMIC_CAPTURES, Captured, capture
+from katas.common.zoo import KeepsGELU, KeepsLinear, ScaledLinear, ShiftedGELU
+
+LEAF_TRACER = "symbolic_trace_leaf_subclasses"
+LEAF_TRACER_TEXT = "symbolic_trace with a custom fx.Tracer whose is_leaf_module keeps nn.Linear / nn.GELU subclasses whole"
+DECOMPOSED_CAPTURES = ("make_fx", "aot_autograd", "export_core")
+PROGRAM_CAPTURES = ("symbolic_trace", LEAF_TRACER, "dynamo", "export", "make_fx_pre_dispatch", *DECOMPOSED_CAPTURES)
+# the cheapest capture of each form but Dynamo's (export and aot_autograd cost 2-4 times make_fx)
+CHEAP_CAPTURES = ("symbolic_trace", LEAF_TRACER, "make_fx_pre_dispatch", "make_fx")
+
+# rank -> the input's leading dimensions; sizes differ, so a regrouping reshape is never the identity
+BATCHES = {2: (3,), 3: (2, 3), 4: (2, 3, 4)}
+LINEAR_FORMS = ("module", "functional", "module_keeps", "module_overrides", "matmul_flatten", "matmul_regroup",
+                "matmul_no_input_view")
+GELU_FORMS = ("module", "functional", "module_keeps", "module_overrides")
+READERS = ("none", "before", "after", "output")
+BIASES = ("positional", "keyword", "absent")
+
+
+class LeafSubclassTracer(torch.fx.Tracer):
+    """A custom tracer that keeps every nn.Linear / nn.GELU subclass whole as one call_module node (torch.fx
+    keeps only classes defined under torch.nn / torch.ao.nn by default)."""
+
+    def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
+        return isinstance(m, (nn.Linear, nn.GELU)) or super().is_leaf_module(m, qualname)
+
+
+def capture_any(model: nn.Module, inputs: tuple, method: str, *, dynamic: bool = False) -> Captured:
+    """`katas.common.capture`, plus LEAF_TRACER (a MODULE graph in which subclasses stay call_module nodes)."""
+    if method == LEAF_TRACER:
+        graph = LeafSubclassTracer().trace(model)
+        graph._tracer_cls = None  # the worker that receives this graph module need not import this tracer
+        gm = torch.fx.GraphModule(model, graph)
+        return Captured(method, gm, lambda *args: gm(*args))
+    return capture(model, inputs, method, dynamic=dynamic)
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """One Linear -> GELU step on h; `reader` is who else reads the Linear's output z."""
+
+    out_features: int = 3
+    linear: str = "module"
+    bias: str = "positional"
+    gelu: str = "module"
+    approximate: str = "none"
+    reader: str = "none"
+
+    def safe(self) -> bool:
+        return (self.reader == "none" and self.linear != "module_overrides" and self.gelu != "module_overrides")
+
+
+@dataclass(frozen=True)
+class PairProgram:
+    in_features: int = 4
+    rank: int = 2
+    pairs: tuple[PairSpec, ...] = (PairSpec(),)
+    dtype: str = "float32"
+    seed: int = 0
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return (*BATCHES[self.rank], self.in_features)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
+
+    def captures(self, cheap: bool = False) -> tuple[str, ...]:
+        """Captures in which every pair is a Linear -> GELU pair by the lesson: a hand-written `x @ w.t()` is
+        `mm(x, t(w))` (a Linear) only once decomposed. `cheap`: only those of CHEAP_CAPTURES."""
+        every = DECOMPOSED_CAPTURES if any(p.linear.startswith("matmul") for p in self.pairs) else PROGRAM_CAPTURES
+        if cheap:
+            return tuple(c for c in CHEAP_CAPTURES if c in every)
+        # weighted: the custom Tracer and the captures that keep a batch symbolic with a view sandwich come twice
+        return every + tuple(c for c in (LEAF_TRACER, "export_core", "aot_autograd") if c in every)
+
+
+def expected_counts(program: PairProgram) -> tuple[int, int, tuple[str, ...]]:
+    """(linears, gelus, sorted approximate of each safe pair), from the design."""
+    return (len(program.pairs), len(program.pairs),
+            tuple(sorted(p.approximate for p in program.pairs if p.safe())))
+
+
+class Program(nn.Module):
+    def __init__(self, program: PairProgram):
+        super().__init__()
+        self.program = program
+        width = program.in_features
+        for i, pair in enumerate(program.pairs):
+            bias = pair.bias != "absent"
+            if pair.linear in ("module", "module_keeps", "module_overrides"):
+                cls = {"module": nn.Linear, "module_keeps": KeepsLinear, "module_overrides": ScaledLinear}[pair.linear]
+                setattr(self, f"fc{i}", cls(width, pair.out_features, bias=bias))
+            else:
+                setattr(self, f"w{i}", nn.Parameter(torch.randn(pair.out_features, width) / width ** 0.5))
+                if bias and pair.linear == "functional":
+                    setattr(self, f"b{i}", nn.Parameter(torch.randn(pair.out_features)))
+            if pair.gelu != "functional":
+                cls = {"module": nn.GELU, "module_keeps": KeepsGELU, "module_overrides": ShiftedGELU}[pair.gelu]
+                setattr(self, f"act{i}", cls(approximate=pair.approximate))
+            width = pair.out_features
+
+    def forward(self, x):
+        h, returned = x, []
+        for i, pair in enumerate(self.program.pairs):
+            z = self._linear(i, pair, h)
+            gate = torch.sigmoid(z) if pair.reader == "before" else None
+            g = getattr(self, f"act{i}")(z) if pair.gelu != "functional" else F.gelu(z, approximate=pair.approximate)
+            if gate is not None:
+                g = g * gate
+            elif pair.reader == "after":
+                g = g + z
+            elif pair.reader == "output":
+                returned.append(z)
+            h = g
+        return (h, *returned) if returned else h
+
+    def _linear(self, i: int, pair: PairSpec, h):
+        if pair.linear in ("module", "module_keeps", "module_overrides"):
+            return getattr(self, f"fc{i}")(h)
+        w = getattr(self, f"w{i}")
+        if pair.linear == "functional":
+            if pair.bias == "positional":
+                return F.linear(h, w, getattr(self, f"b{i}"))
+            if pair.bias == "keyword":
+                return F.linear(h, w, bias=getattr(self, f"b{i}"))
+            return F.linear(h, w)
+        lead = h.shape[:-1]
+        if h.dim() == 2:  # a matrix already: no view on either side
+            return h @ w.t()
+        flat = h.reshape(-1, h.shape[-1])
+        if pair.linear == "matmul_no_input_view":
+            flat = torch.relu(flat)  # the product reads the relu, not a view of h
+        product = flat @ w.t()
+        if pair.linear == "matmul_regroup":  # same elements, other leading dims: (B, S, out) -> (S, B, out)
+            return product.reshape(*reversed(lead[1:]), -1, w.shape[0])
+        return product.reshape(*lead, w.shape[0])
+
+
+def build_program(program: PairProgram) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(program.seed)
+        return Program(program).to(program.torch_dtype).eval()
+
+
+def program_text(program: PairProgram) -> str:
+    """The program as code, for a counterexample."""
+    lines = [f"x: {program.dtype} of shape {program.input_shape}; h = x"]
+    width = program.in_features
+    for i, p in enumerate(program.pairs):
+        b = p.bias != "absent"
+        linear = {
+            "module": f"nn.Linear({width}, {p.out_features}, bias={b})(h)",
+            "module_keeps": f"KeepsLinear({width}, {p.out_features}, bias={b})(h)  # keeps nn.Linear.forward",
+            "module_overrides": f"ScaledLinear({width}, {p.out_features}, bias={b})(h)  # overrides forward: 0.5 * linear",
+            "functional": {"positional": f"F.linear(h, w{i}, b{i})", "keyword": f"F.linear(h, w{i}, bias=b{i})",
+                           "absent": f"F.linear(h, w{i})"}[p.bias],
+            "matmul_flatten": f"(h.reshape(-1, {width}) @ w{i}.t()).reshape(*h.shape[:-1], {p.out_features})",
+            "matmul_regroup": f"(h.reshape(-1, {width}) @ w{i}.t()).reshape(*reversed(h.shape[1:-1]), -1, "
+                              f"{p.out_features})  # regroups the batch",
+            "matmul_no_input_view": f"(relu(h.reshape(-1, {width})) @ w{i}.t()).reshape(*h.shape[:-1], "
+                                    f"{p.out_features})",
+        }[p.linear]
+        if p.linear.startswith("matmul") and program.rank == 2:
+            linear = f"h @ w{i}.t()"
+        gelu = {"module": "nn.GELU", "module_keeps": "KeepsGELU", "module_overrides": "ShiftedGELU"}.get(p.gelu)
+        gelu = (f"{gelu}(approximate={p.approximate!r})(z{i})" + ("  # overrides forward: gelu(z - 0.5)"
+                                                                   if p.gelu == "module_overrides" else "")
+                if gelu else f"F.gelu(z{i}, approximate={p.approximate!r})")
+        lines.append(f"z{i} = {linear}")
+        if p.reader == "before":
+            lines.append(f"gate{i} = sigmoid(z{i})  # reads z{i} before the GELU")
+        lines.append(f"h = {gelu}" + {"before": f" * gate{i}", "after": f" + z{i}  # reads z{i} after the GELU",
+                                      "output": f"  # z{i} is also returned", "none": ""}[p.reader])
+        width = p.out_features
+    return "\n".join(lines)
+
+
+# --- strategies -----------------------------------------------------------------------------------------------
+
+def pair_specs() -> st.SearchStrategy[PairSpec]:
+    """One pair along every axis; shrinks toward an nn.Linear -> nn.GELU pair with a bias and no other reader."""
+    return st.builds(
+        PairSpec,
+        out_features=st.integers(min_value=1, max_value=5),
+        linear=st.sampled_from(LINEAR_FORMS),
+        bias=st.sampled_from(BIASES),
+        gelu=st.sampled_from(GELU_FORMS),
+        approximate=st.sampled_from(("none", "tanh")),
+        reader=st.sampled_from(("none", "none", *READERS[1:])),
+    )
+
+
+def pair_programs(max_pairs: int = 3) -> st.SearchStrategy[PairProgram]:
+    """Chains of 1..max_pairs pairs on inputs of rank 2..4, float32 or float64."""
+    return st.builds(
+        PairProgram,
+        in_features=st.integers(min_value=1, max_value=5),
+        rank=st.sampled_from((3, 2, 4)),
+        pairs=st.lists(pair_specs(), min_size=1, max_size=max_pairs).map(tuple),
+        dtype=st.sampled_from(("float32", "float64")),
+        seed=st.integers(min_value=0, max_value=2 ** 16),
+    )
+
+
+def program_captures(max_pairs: int = 3, dynamic: bool = True,
+                     cheap: bool = False) -> st.SearchStrategy[tuple[PairProgram, str, bool]]:
+    """(program, capture, dynamic): every capture the program's pairs are pairs in (`cheap`: the cheap ones only),
+    with a static batch or (`dynamic`, where the capture can) a symbolic one. Shrinks toward the first capture,
+    static."""
+    def plans(program: PairProgram):
+        def with_method(method: str):
+            symbolic = st.booleans() if dynamic and method in DYNAMIC_CAPTURES else st.just(False)
+            return st.tuples(st.just(program), st.just(method), symbolic)
+        return st.sampled_from(program.captures(cheap)).flatmap(with_method)
+
+    return pair_programs(max_pairs).flatmap(plans)
