@@ -274,3 +274,19 @@ def lock_snapshot(snapshot: Path, reveal: list[Path]) -> None:
         path.chmod(0o644)
     for folder in snapshot.glob("solutions"):
         folder.chmod(0o700)
+
+
+def confine(command: list[str], cwd: Path) -> list[str]:
+    """`command` as a process the checks start on the attempt's behalf must run while grading: inside the same
+    sandbox as the attempt's worker (FX_KATAS_SANDBOX), when it reads what the attempt wrote. Kata 8 loads the
+    attempt's saved program in a fresh process, and `torch.export.load` unpickles: run as the grader, that file
+    could run code as the grader. Outside a grade (no sandbox planned), the command as it is."""
+    sandbox = Sandbox.from_env()
+    if sandbox is None or sandbox.mode == "none":
+        return list(command)
+    if sandbox.mode == "namespace":
+        return sandbox.worker_command(list(command), cwd)
+    if sandbox.uid is None:
+        return list(command)
+    return ["setpriv", f"--reuid={sandbox.uid}", f"--regid={sandbox.uid}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs", *command]

@@ -34,11 +34,15 @@ LOOP = "def find_graph_breaks(fn, *args, **kwargs):\n    while True:\n        pa
 
 def submissions() -> dict[str, dict[str, str]]:
     """Name -> {path in the submission: text}."""
-    mutant = sorted((REPO_ROOT / "tests" / "mutants" / KATA.slug).glob("*.py"))[0]
+    # a known mistake that stands alone (the hand-written mutants load the reference, which the grading sandbox
+    # hides): the reference, with its breaks listed in line order instead of the order Dynamo reports them
+    mutant = KATA.solution_path.read_text() + (
+        "\n\n_found_in_order = find_graph_breaks\n\n\ndef find_graph_breaks(fn, *args, **kwargs):\n"
+        "    return sorted(_found_in_order(fn, *args, **kwargs), key=lambda b: (b.filename, b.lineno))\n")
     return {
         "reference": {f"fx-katas/katas/{KATA.slug}/{KATA.module}": KATA.solution_path.read_text()},
         "stub": {KATA.module: KATA.stub_path.read_text()},
-        "mutant": {f"{KATA.slug}/{KATA.module}": mutant.read_text()},
+        "mutant": {f"{KATA.slug}/{KATA.module}": mutant},
         "syntax_error": {KATA.module: "def find_graph_breaks(:\n"},
         "infinite_loop": {KATA.module: KATA.stub_path.read_text() + "\n\n" + LOOP},
         "missing": {"README.txt": "nothing here"},
@@ -61,7 +65,7 @@ def main() -> int:
         root = Path(tmp) / "autograder"
         # the working tree, whose files the record's digest is of (a bundle for learners is built from HEAD)
         bundle = build_bundle(Path(tmp) / "autograder.zip",
-                              AutograderConfig(katas=[KATA.number], time_limits={str(KATA.number): 30.0}),
+                              AutograderConfig(katas=[KATA.number], time_limits={str(KATA.number): 120.0}),
                               allow_dirty=True).path
         with zipfile.ZipFile(bundle) as opened:
             opened.extractall(root / "source")

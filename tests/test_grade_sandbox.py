@@ -209,3 +209,19 @@ def _user_sandbox_round(tmp_path: Path) -> None:
     with os.fdopen(read) as pipe:
         said = pipe.read().split("|")
     assert said == ["(61001, 61001, 61001)", "refused checks.py", "refused attempt.py", "read attempt.py", "stays"]
+
+
+@needs_bubblewrap
+def test_a_process_the_checks_start_for_the_attempt_runs_in_its_sandbox(tmp_path: Path, monkeypatch):
+    """checker.sandbox.confine: kata 8 loads the attempt's saved program (torch.export.load unpickles it) in a
+    fresh process; while grading, that process is as confined as the worker; outside a grade, unchanged."""
+    from checker.sandbox import ENV_VAR, confine
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "checks.py").write_text("secret")
+    command = [sys.executable, "-c", f"import os; print(os.listdir({str(secret)!r}))"]
+    assert confine(command, tmp_path) == command
+    monkeypatch.setenv(ENV_VAR, Sandbox("namespace", (str(secret),), uid=61000 if os.geteuid() == 0 else None).to_env())
+    proc = subprocess.run(confine(command, tmp_path), capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr[-1000:]
