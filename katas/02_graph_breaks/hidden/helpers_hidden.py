@@ -1,7 +1,7 @@
 """Helpers in a module of their own, called by hidden suspects in suspects_hidden.py. Learners: do not read
 this file; solve the kata from README.md.
 
-Breaking lines carry the same `# BREAK <label>: <keyword>` annotations as suspects_hidden.py, and labels are
+Breaking lines carry the same `# BREAK <label>: <cause>` annotations as suspects_hidden.py, and labels are
 unique across both files. `peak_scaled` breaks on the very line number at which its caller
 `suspects_hidden.two_files` breaks in the other file (the checks assert that the two numbers stay equal):
 a finder that tells breaks apart by line number alone, ignoring the file, merges the two.
@@ -55,5 +55,5 @@ def peak_scaled(t: torch.Tensor) -> torch.Tensor:
     """t divided by its largest element.
 
     The peak is read as a Python number, which leaves the graph."""
-    peak = t.max().item()  # BREAK helper_item: item()
+    peak = t.max().item()  # BREAK helper_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
     return t / peak

@@ -16,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
+import os
 import re
 import sys
 import types
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -75,13 +77,26 @@ def _add_one(x: torch.Tensor) -> torch.Tensor:
     return x + 1
 
 
+_SETTLED: list = []  # non-empty once this process has compiled for settle_logging
+
+
 def settle_logging() -> None:
     """One small compile, so that what torch's logging does by itself on a process's first compiles has been
     done before a snapshot: its lazy trace handler on `torch.__trace` removes itself at the first structured
-    event when TORCH_TRACE is unset, which is no finder's doing."""
-    with quiet():
-        torch._dynamo.reset()
-        torch.compile(_add_one, backend="eager")(torch.zeros(2))
+    event when TORCH_TRACE is unset, which is no finder's doing. The compile runs once per process; torch.__trace
+    gets its lazy handler back from every set_logs(), so that one is removed on every call."""
+    if not _SETTLED:
+        with quiet():
+            torch._dynamo.reset()
+            torch.compile(_add_one, backend="eager")(torch.zeros(2))
+        _SETTLED.append(True)
+    # The compile does not reach that handler when the user's level on torch.__trace is above DEBUG; it would
+    # then remove itself during the finder's call. Without TORCH_TRACE (no folder to write to) it is removed here.
+    from torch._logging import _internal
+
+    lazy = getattr(_internal, "LOG_TRACE_HANDLER", None)
+    if lazy is not None and getattr(lazy, "root_dir", "") is None:
+        logging.getLogger("torch.__trace").removeHandler(lazy)
 
 
 def probe_find(attempt: ModuleType, case_name: str, before: str = "reset") -> dict:
@@ -139,6 +154,13 @@ def logging_snapshot() -> dict:
     }
 
 
+def warnings_snapshot() -> list[str]:
+    """Python's warnings filters, each as (action, message, category, module, lineno) text."""
+    return [str((action, getattr(message, "pattern", message), getattr(category, "__name__", category),
+                 getattr(module, "pattern", module), lineno))
+            for action, message, category, module, lineno in warnings.filters]
+
+
 def _live_logging_objects() -> list:
     """Every handler and filter attached now: held for the whole probe, so no new object can take the id of
     one the finder removed (ids are what the snapshots compare)."""
@@ -151,11 +173,11 @@ def _live_logging_objects() -> list:
 
 
 class UsersFilter(logging.Filter):
-    """A filter a user put on the graph-break loggers (it lets every record through)."""
+    """A filter a user put on a logger (it lets every record through)."""
 
 
 class UsersHandler(logging.Handler):
-    """A handler a user put on the graph-break loggers to keep their own record of breaks."""
+    """A handler a user put on a logger to keep their own record of what it logs."""
 
     def emit(self, record: logging.LogRecord) -> None:
         pass
@@ -166,53 +188,151 @@ def graph_break_loggers() -> list[logging.Logger]:
             if name.endswith(".__graph_breaks")]
 
 
-LOGGING_SCENARIOS = {
-    # scenario: (hidden case the finder runs on, what the user had switched on before the call)
-    "default": ("explicit_break", {}),
-    "user_on": ("explicit_break", {"graph_breaks": True, "recompiles": True}),
-    "raises": ("breaks_then_raises", {}),
+# The loggers a finder may touch, by the role katas.common.strategies.user_logging_settings() gives them.
+LOGGER_ROLES: dict[str, Callable[[], list[logging.Logger]]] = {
+    "graph_breaks": graph_break_loggers,
+    "trace": lambda: [logging.getLogger("torch.__trace")],
+    "hint": lambda: [logging.getLogger("torch._dynamo.variables.tensor")],
+    "dynamo": lambda: [logging.getLogger("torch._dynamo")],
+}
+
+USERS_WARNING_FILTER = ("always", r"a user's own warnings filter", UserWarning)
+
+# A user who changed every setting a finder might put back wrongly: graph_breaks and recompiles logging on, a
+# handler and a filter of their own on every logger a finder may touch, the `.item()` hint logger disabled with a
+# level of ERROR and propagate off, torch._dynamo propagate off, and a warnings filter of their own.
+USER_EVERYTHING = {
+    "set_logs": {"graph_breaks": True, "recompiles": True},
+    "loggers": {
+        "graph_breaks": {"level": None, "propagate": None, "disabled": False, "handler": True, "filter": True},
+        "trace": {"level": 20, "propagate": None, "disabled": False, "handler": True, "filter": True},
+        "hint": {"level": 40, "propagate": False, "disabled": True, "handler": True, "filter": True},
+        "dynamo": {"level": None, "propagate": False, "disabled": False, "handler": True, "filter": True},
+    },
+    "warnings_filter": True,
 }
 
 
-def probe_logging(attempt: ModuleType, scenario: str) -> dict:
-    """Logging state right before and right after one `find_graph_breaks` call, in a `scenario` of
-    LOGGING_SCENARIOS. The user's settings are made with torch._logging.set_logs (plus, for "user_on", a filter
-    and a handler of the user's own on the graph-break loggers); then a warm-up compile, so that torch's lazy
-    trace handler has settled before the first snapshot. "raised" is the exception the finder let out, if any
-    (for "raises" the suspect raises ValueError; NotImplementedError always propagates). Afterwards the probe
-    puts torch's default logging back, for the checks that follow."""
-    case_name, settings = LOGGING_SCENARIOS[scenario]
-    case = HIDDEN.CASES[case_name]
-    users = [(logger, UsersFilter(), UsersHandler()) for logger in graph_break_loggers()] if settings else []
+def _logger_state(logger: logging.Logger) -> tuple:
+    return logger.level, logger.propagate, logger.disabled, list(logger.handlers), list(logger.filters)
+
+
+# Logging and warnings as they were when the probes were loaded, before any finder ran: every logging probe starts
+# from here, so what one check's finder leaked is not part of the next check's "before".
+PRISTINE = {
+    "loggers": {name: _logger_state(logger) for name, logger in list(logging.root.manager.loggerDict.items())
+                if name.startswith("torch") and isinstance(logger, logging.Logger)},
+    "disable": logging.root.manager.disable,
+    "warnings": list(warnings.filters),
+}
+
+
+def back_to_pristine() -> None:
+    """torch's logging settings reset (torch._logging.set_logs()), then every torch logger, logging.disable and
+    Python's warnings filters put back as PRISTINE holds them; a logger made since then loses every handler and
+    filter and is enabled."""
     with quiet():  # with TORCH_LOGS set, set_logs only warns that it does nothing
-        torch._logging.set_logs(**settings)
-    for logger, users_filter, users_handler in users:
-        logger.addFilter(users_filter)
-        logger.addHandler(users_handler)
+        torch._logging.set_logs()
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if not (name.startswith("torch") and isinstance(logger, logging.Logger)):
+            continue
+        if name in PRISTINE["loggers"]:
+            level, propagate, disabled, handlers, filters = PRISTINE["loggers"][name]
+            logger.level, logger.propagate = level, propagate
+        else:
+            disabled, handlers, filters = False, [], []
+        logger.disabled = disabled
+        logger.handlers[:] = handlers
+        logger.filters[:] = filters
+    logging.disable(PRISTINE["disable"])
+    warnings.filters[:] = PRISTINE["warnings"]
+    warnings._filters_mutated()
+    logging.root.manager._clear_cache()
+
+
+def apply_user_settings(settings: dict) -> None:
+    """Make the logging state `settings` describes (see katas.common.strategies.user_logging_settings)."""
+    with quiet():
+        torch._logging.set_logs(**settings["set_logs"])
+    for role, tweaks in settings["loggers"].items():
+        for logger in LOGGER_ROLES[role]():
+            if tweaks["level"] is not None:
+                logger.setLevel(tweaks["level"])
+            if tweaks["propagate"] is not None:
+                logger.propagate = tweaks["propagate"]
+            logger.disabled = logger.disabled or tweaks["disabled"]
+            if tweaks["filter"]:
+                logger.addFilter(UsersFilter())
+            if tweaks["handler"]:
+                logger.addHandler(UsersHandler())
+    if settings["warnings_filter"]:
+        action, message, category = USERS_WARNING_FILTER
+        warnings.filterwarnings(action, message=message, category=category)
+
+
+def probe_logging(attempt: ModuleType, case_name: str, settings: dict | None = None, raises: bool = False) -> dict:
+    """Logging state right before and right after one `find_graph_breaks` call on hidden case `case_name`, for a
+    user whose settings are `settings` (None: torch's defaults). First everything goes back to the state at
+    load time (back_to_pristine: what earlier finders leaked is gone), then the user's settings are made, then a
+    warm-up compile, so that torch's lazy trace handler has settled before the first snapshot. "raised" is the
+    exception the finder let out, if any (`raises`: the case's function raises ValueError; NotImplementedError
+    always propagates). Afterwards the pristine state is put back, for the checks that follow."""
+    case = HIDDEN.CASES[case_name]
+    back_to_pristine()
     try:
+        if settings is not None:
+            apply_user_settings(settings)
         settle_logging()
         held = _live_logging_objects()
         before = logging_snapshot()
         raised = None
         torch._dynamo.reset()
         try:
+            # quiet() catches warnings, and its catch_warnings would undo a finder's change to the filters on the
+            # way out: they are read inside it, right before and right after the call.
             with quiet():
-                attempt.find_graph_breaks(case.fn, *case.make_args(), **case.make_kwargs())
+                before["warnings"] = warnings_snapshot()
+                try:
+                    attempt.find_graph_breaks(case.fn, *case.make_args(), **case.make_kwargs())
+                finally:
+                    warnings_after = warnings_snapshot()
         except NotImplementedError:
             raise
         except Exception as exc:  # noqa: BLE001 - the suspect's ValueError, or whatever the finder let out
-            if scenario != "raises":
+            if not raises:
                 raise
             raised = f"{type(exc).__name__}: {exc}"
         after = logging_snapshot()
+        after["warnings"] = warnings_after
         del held
     finally:
-        for logger, users_filter, users_handler in users:
-            logger.removeFilter(users_filter)
-            logger.removeHandler(users_handler)
+        back_to_pristine()
+    return {"before": before, "after": after, "raised": raised}
+
+
+def probe_find_linked(attempt: ModuleType) -> dict:
+    """The attempt's `find_graph_breaks` on a helper whose module was imported through a symlinked folder by a
+    path with a `..` in it (`<tmp>/real/../linked/helpers_hidden.py`, `linked` -> this folder): its co_filename,
+    which Dynamo prints, is neither its real path nor a normalised one. Returns the answer and that co_filename;
+    the folder is removed afterwards."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kata02-linked-"))
+    try:
+        (folder / "real").mkdir()
+        (folder / "linked").symlink_to(HIDDEN_DIR, target_is_directory=True)
+        path = f"{folder}{os.sep}real{os.sep}..{os.sep}linked{os.sep}helpers_hidden.py"
+        spec = importlib.util.spec_from_file_location("kata02_helpers_linked", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fn = module.peak_scaled
+        torch._dynamo.reset()
         with quiet():
-            torch._logging.set_logs()
-    return {"before": before, "after": after, "raised": raised, "settings": sorted(settings)}
+            result = attempt.find_graph_breaks(fn, torch.tensor([0.5, 1.5, 1.0]))
+        return {"answer": answer(result), "co_filename": fn.__code__.co_filename}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # --- the fixes --------------------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 Every line where Dynamo breaks the graph carries a hand-written annotation
 
-    # BREAK <label>: <keyword>
+    # BREAK <label>: <cause>
 
 `label` names the break (unique across this file and helpers_hidden.py, which holds the annotated lines of
-a helper in another module) and `keyword` is a word Dynamo's reason for it contains. The checks read the
+a helper in another module) and `cause` the reason the lesson defines, as torch 2.13 words it (the first line). The checks read the
 annotations to learn the expected file and line of every break; each `Case` below lists its breaks' labels
 in the order they happen when the function runs on the case's inputs and keyword arguments. Nothing here
 is computed by the reference solution.
@@ -49,50 +49,50 @@ helpers = _sibling("helpers_hidden.py", "kata02_helpers_hidden")
 def keyword_gate(x, *, exact=False):
     y = x.exp()
     if exact:
-        y = y / y.sum().item()  # BREAK kw_item: item()
+        y = y / y.sum().item()  # BREAK kw_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
     return y
 
 
 def two_files(x):
     y = x.sigmoid()
-    print("two_files: calling the helper")  # BREAK two_files_print: builtin
+    print("two_files: calling the helper")  # BREAK two_files_print: Failed to trace builtin operator
     return helpers.peak_scaled(y)
 
 
 def breaks_then_raises(x):
     y = x.cos()
-    print("breaks_then_raises: about to reject the input")  # BREAK raise_print: builtin
+    print("breaks_then_raises: about to reject the input")  # BREAK raise_print: Failed to trace builtin operator
     raise ValueError("breaks_then_raises: this input is rejected")
 
 
 # --- one break, each with ops before it: the kinds explain() does report --------------------------------
 
 def norm_ratio(a, b):
-    ratio = (a.norm() / b.norm()).item()  # BREAK ratio_item: item()
+    ratio = (a.norm() / b.norm()).item()  # BREAK ratio_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
     return a * ratio
 
 
 def pick_branch(x):
     y = x * 3
-    if y.mean() > 0:  # BREAK pick_if: data-dependent
+    if y.mean() > 0:  # BREAK pick_if: Data-dependent branching
         return y.exp()
     return -y
 
 
 def nonzero_rows(x):
-    hits = torch.nonzero(x > 0.5)  # BREAK rows_nonzero: dynamic shape
+    hits = torch.nonzero(x > 0.5)  # BREAK rows_nonzero: Dynamic shape operator
     return hits.float().mean(dim=0)
 
 
 def float_tolist(x):
     y = x.sigmoid()
-    values = y.tolist()  # BREAK floats_tolist: tolist
+    values = y.tolist()  # BREAK floats_tolist: Tensor.tolist() with non-integer tensor
     return torch.tensor([v * 2 for v in values])
 
 
 def logs_midway(x):
     y = x.cos()
-    log.info("logs_midway: %s", y.shape)  # BREAK mid_log: logging
+    log.info("logs_midway: %s", y.shape)  # BREAK mid_log: logging.Logger method not supported for non-export cases
     return y.sin()
 
 
@@ -103,13 +103,13 @@ def _opaque_scale(t):
 
 def calls_disabled(x):
     y = x + 1
-    z = _opaque_scale(y)  # BREAK calls_disabled: disable
+    z = _opaque_scale(y)  # BREAK calls_disabled: Skip calling `torch.compiler.disable()`d function
     return z.relu()
 
 
 def explicit_break(x):
     y = x.tanh()
-    torch._dynamo.graph_break()  # BREAK explicit: graph_break()
+    torch._dynamo.graph_break()  # BREAK explicit: Call to `torch._dynamo.graph_break()`
     return y * y
 
 
@@ -122,7 +122,7 @@ class GatedUnit(nn.Module):
 
     def forward(self, x):
         gate = self.proj(x).sigmoid()
-        if gate.sum() > 1:  # BREAK gated_if: data-dependent
+        if gate.sum() > 1:  # BREAK gated_if: Data-dependent branching
             return x * gate
         return x
 
@@ -130,19 +130,19 @@ class GatedUnit(nn.Module):
 # --- breaks torch._dynamo.explain() does not report -----------------------------------------------------
 
 def warns_first(x):
-    warnings.warn("warns_first: legacy path")  # BREAK warn_first: skipped
+    warnings.warn("warns_first: legacy path")  # BREAK warn_first: Attempted to call function marked as skipped
     return x.exp() - 1
 
 
 def random_first(x):
-    jitter = random.random()  # BREAK random_first: skipped
+    jitter = random.random()  # BREAK random_first: Attempted to call function marked as skipped
     return x.sin() + 0 * jitter
 
 
 def prints_in_loop(x):
     for step in range(3):
         x = x * 0.5
-        print("prints_in_loop: step", step)  # BREAK loop_print: builtin
+        print("prints_in_loop: step", step)  # BREAK loop_print: Failed to trace builtin operator
     return x
 
 
@@ -158,19 +158,19 @@ def prints_in_with(x):
     y = x * 2
     with _Timer():
         y = y + 1
-        print("prints_in_with: inside the timer")  # BREAK with_print: builtin
+        print("prints_in_with: inside the timer")  # BREAK with_print: Failed to trace builtin operator
     return y
 
 
 def item_in_while(x):
     y = x.abs() + 1
-    while y.max().item() > 1:  # BREAK while_item: item()
+    while y.max().item() > 1:  # BREAK while_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
         y = y / 2
     return y
 
 
 def _shout(t):
-    print("shout:", t.shape)  # BREAK shout: builtin
+    print("shout:", t.shape)  # BREAK shout: Failed to trace builtin operator
     return t * 2
 
 
@@ -188,21 +188,21 @@ def no_breaks(x, w):
 # --- several breaks: execution order, and one entry per line ---------------------------------------------
 
 def two_kinds(x):
-    print("two_kinds: start")  # BREAK two_print: builtin
+    print("two_kinds: start")  # BREAK two_print: Failed to trace builtin operator
     y = x * 2
-    s = y.sum().item()  # BREAK two_item: item()
+    s = y.sum().item()  # BREAK two_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
     return y - s
 
 
 def helper_then_item(x):
     y = _later_helper(x)
-    peak = y.max().item()  # BREAK tail_item: item()
+    peak = y.max().item()  # BREAK tail_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
     return y / (peak + 1)
 
 
 def _later_helper(t):
     u = t.cos()
-    warnings.warn("later helper")  # BREAK later_warn: skipped
+    warnings.warn("later helper")  # BREAK later_warn: Attempted to call function marked as skipped
     return u + 1
 
 
@@ -214,17 +214,17 @@ def same_helper_twice(x):
 
 def branch_then_mask(x):
     y = x + 1
-    if y.sum() > 0:  # BREAK branch_if: data-dependent
-        y = y[y > 1]  # BREAK branch_mask: dynamic shape
+    if y.sum() > 0:  # BREAK branch_if: Data-dependent branching
+        y = y[y > 1]  # BREAK branch_mask: Dynamic shape operator
     return y.sum()
 
 
 def three_kinds(x, coeffs):
     y = x * 2
-    torch._dynamo.graph_break()  # BREAK three_explicit: graph_break()
-    c = coeffs.tolist()  # BREAK three_tolist: tolist
+    torch._dynamo.graph_break()  # BREAK three_explicit: Call to `torch._dynamo.graph_break()`
+    c = coeffs.tolist()  # BREAK three_tolist: Tensor.tolist() with non-integer tensor
     z = y * c[0]
-    idx = torch.nonzero(z)  # BREAK three_nonzero: dynamic shape
+    idx = torch.nonzero(z)  # BREAK three_nonzero: Dynamic shape operator
     return idx.sum()
 
 

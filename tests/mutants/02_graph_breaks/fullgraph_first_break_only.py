@@ -11,7 +11,7 @@ globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.starts
 
 KILLED_BY = ("reports_file_and_line", "reason_is_dynamos_cause", "passes_keyword_arguments",
              "frame_falls_back_entirely", "several_breaks_in_execution_order", "same_line_in_two_files",
-             "resets_dynamo_first")
+             "resets_dynamo_first", "filename_as_dynamo_prints_it")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

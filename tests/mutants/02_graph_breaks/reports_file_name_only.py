@@ -10,7 +10,8 @@ globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.starts
 
 KILLED_BY = ("reports_file_and_line", "reason_is_dynamos_cause", "module_forward", "passes_keyword_arguments",
              "break_before_any_op", "frame_falls_back_entirely", "break_inside_helper",
-             "several_breaks_in_execution_order", "one_entry_per_line", "same_line_in_two_files")
+             "several_breaks_in_execution_order", "one_entry_per_line", "same_line_in_two_files",
+             "filename_as_dynamo_prints_it")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

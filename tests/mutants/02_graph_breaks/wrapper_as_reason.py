@@ -7,7 +7,8 @@ GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
 KILLED_BY = ("reason_is_dynamos_cause", "passes_keyword_arguments", "break_before_any_op",
-             "frame_falls_back_entirely", "several_breaks_in_execution_order", "same_line_in_two_files")
+             "frame_falls_back_entirely", "several_breaks_in_execution_order", "same_line_in_two_files",
+             "filename_as_dynamo_prints_it")
 
 
 def _first_line(message):
