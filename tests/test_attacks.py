@@ -24,7 +24,9 @@ from checker.runner import run_kata, snapshot_hidden
 from checker.sandbox import bubblewrap_works
 
 ATTACKS_DIR = Path(__file__).resolve().parent / "attacks"
-ATTACKS = sorted(p for p in ATTACKS_DIR.glob("*.py") if not p.stem.startswith("grade_"))
+# grade_* attacks run inside `checker grade` (here and in tests/test_grade_sandbox.py), warm_* against the learner's
+# warm server (tests/test_warm.py); the rest as the learner's own file, cold and warm
+ATTACKS = sorted(p for p in ATTACKS_DIR.glob("*.py") if not p.stem.startswith(("grade_", "warm_")))
 TIME_LIMIT = 60
 
 

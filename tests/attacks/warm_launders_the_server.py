@@ -4,13 +4,14 @@ would be trusted, outside the worker's limits: it could replace the server, and 
 score what it says. Expected: the server refuses a process started by an attempt, and forks nothing."""
 import os
 import socket
+import tempfile
 from pathlib import Path
 
 KATA, CHECKS = 3, ()
 EXPECT = {"warm_only": True}
 
 _marker = Path(os.environ.get("KATA_ATTACK_MARKER", "/nonexistent"))
-_forged = Path.cwd() / "forged_checks.py"
+_forged = Path(tempfile.mkdtemp(prefix="fx-katas-forged-")) / "forged_checks.py"
 try:
     _forged.write_text(f"from pathlib import Path\nPath({str(_marker)!r}).write_text('the forged checks ran')\n")
 except OSError:
