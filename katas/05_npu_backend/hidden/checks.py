@@ -36,7 +36,7 @@ from checker.manifest import KATAS_DIR
 from katas.common import describe, example_input
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec
 from katas.common.npu import DEVICE, LAYOUT_OPS, NPU_OPS, DeviceService, NPUFallbackWarning, NPUStats
-from katas.common.strategies import mlp_specs
+from katas.common.strategies import mlp_specs, npu_workloads
 from katas.common.zoo import ZOO
 
 probes = load_module(Path(__file__).with_name("probes.py"), "kata05_npu_backend_probes")
@@ -99,9 +99,12 @@ def first_sentence(doc: str | None, default: str) -> str:
     return text.split(". ")[0].rstrip(".")
 
 
-def zoo(name: str, dtype: str = "float32") -> Example:
+def zoo(name: str, dtype: str = "float32", *, requires_grad: bool = True) -> Example:
     model = ZOO[name]
-    return Example(name, recipe(zoo=name, dtype=dtype), model.input_shape, first_sentence(model.factory.__doc__, name))
+    text = first_sentence(model.factory.__doc__, name)
+    if not requires_grad:
+        text += "; after model.requires_grad_(False)"
+    return Example(name, recipe(zoo=name, dtype=dtype, requires_grad=requires_grad), model.input_shape, text)
 
 
 def local(name: str, *shape: int) -> Example:
@@ -284,7 +287,9 @@ def expect_supported_ops_on_npu(compiled: Compiled, seen: Seen) -> None:
            f"every op in NPU_OPS, so these belong in NPU partitions. If the NPU ran nothing at all, your op table "
            f"probably does not match the graph it classifies (aten names against a Dynamo graph of torch "
            f"functions?) and everything went to the CPU without a sound: CPU fallback is a safety net, not the "
-           f"default.")
+           f"default. If only a few ops stayed behind, each alone between CPU ops (a fused kata.linear_gelu is one "
+           f"node), CapabilityBasedPartitioner dropped their single-node partitions: pass "
+           f"allows_single_node_partition=True (README.md, 'The pipeline', step 3).")
 
 
 def expect_no_fallback(seen: Seen) -> None:
@@ -324,10 +329,17 @@ def expect_counts_like_reference(ctx: Context, seen: Seen, example: Example) -> 
            f"more launches: a missed fusion.")
 
 
-def expect_fallback_warning(seen: Seen, reason_words: tuple[str, ...], *, must_name: str = "") -> None:
-    """`seen` warned with NPUFallbackWarning, in words that give the reason (and name `must_name`, if given)."""
+def expect_fallback_warning(seen: Seen, reason_words: tuple[str, ...], *, must_name: str = "",
+                            one_per: str = "") -> None:
+    """`seen` warned with NPUFallbackWarning, in words that give the reason (and name `must_name`, if given).
+    `one_per` says that an earlier call already warned about another signature of the same partition."""
     other = (f"\nYou did warn, but not with NPUFallbackWarning: {seen.other_warnings[:2]}. The category is the "
              f"contract: it is what users filter on, and what tools count." if seen.other_warnings else "")
+    expect(seen.fallbacks or not one_per,
+           f"{seen.what} gave eager's answer on the CPU but no NPUFallbackWarning. Your backend warned about the "
+           f"first signature this partition was refused, and not about this one: every refused signature warns when "
+           f"it is refused, naming its own input shapes, because each is a different set of calls that now runs on "
+           f"the CPU (README.md, 'When program memory is full').\n{seen.npu_line}")
     expect(seen.fallbacks,
            f"{seen.what} gave eager's answer but no NPUFallbackWarning. Falling back to the CPU is fine; doing it "
            f"silently is not: the user believes the NPU ran their model. Warn with warnings.warn(..., "
@@ -338,8 +350,40 @@ def expect_fallback_warning(seen: Seen, reason_words: tuple[str, ...], *, must_n
            f"{' or '.join(repr(w) for w in reason_words)}). Put the NPU's error message in the warning: it names "
            f"the node and the reason.")
     expect(not must_name or must_name in text,
-           f"{seen.what} warned {seen.fallbacks[:2]}, which does not name the input shape ({must_name}). A user "
-           f"reading it must learn which calls run on the CPU: put the shapes of the inputs in the message.")
+           f"{seen.what} warned {seen.fallbacks[:2]}, which does not name the input shape {must_name}. A user "
+           f"reading it must learn which calls run on the CPU: put the shapes of this call's inputs in the message "
+           f"(the NPU's memory-full error names them; a float64 refusal's does not, so add them yourself).")
+
+
+def expect_not_left_to_dynamo(seen: Seen, backend: Backend) -> None:
+    """A call that neither ran, compiled, nor asked NPU.compile anything, nor warned, never reached the backend:
+    when the attempt changed torch._dynamo.config, say that that is why."""
+    untouched = (not seen.fallbacks and not seen.stats.compile_errors and not seen.stats.programs_compiled
+                 and not seen.stats.runs)
+    changed = dynamo_config_changes(backend) if untouched else {}
+    expect(not untouched or not changed,
+           f"{seen.what} never reached your backend: no NPU program ran or was asked for, and nothing warned. Dynamo "
+           f"ran it in eager itself, because your module changed torch._dynamo.config ({config_text(changed)}): "
+           f"with that setting Dynamo compiles one graph per shape and gives up at its recompile_limit. A backend "
+           f"must work with the defaults (README.md, 'What Dynamo hands a backend').")
+
+
+# --- torch._dynamo.config: the user's, not the backend's -------------------------------------------------------
+
+# Keys of torch._dynamo.config off their defaults in this process before any attempt is imported (the checker's own)
+DYNAMO_CONFIG_AT_LOAD = probes.dynamo_config_changes()
+
+
+def dynamo_config_changes(backend: Backend) -> dict[str, tuple[str, str]]:
+    """Keys of torch._dynamo.config the backend's process has changed: key -> (the checker's value, its value)."""
+    theirs = backend.probe(probes.dynamo_config_changes)
+    keys = sorted(set(theirs) | set(DYNAMO_CONFIG_AT_LOAD))
+    return {k: (DYNAMO_CONFIG_AT_LOAD.get(k, "its default"), theirs.get(k, "its default")) for k in keys
+            if theirs.get(k) != DYNAMO_CONFIG_AT_LOAD.get(k)}
+
+
+def config_text(changed: dict[str, tuple[str, str]]) -> str:
+    return ", ".join(f"torch._dynamo.config.{k} is {new} (was {old})" for k, (old, new) in changed.items())
 
 
 # --- stage: register -----------------------------------------------------------------------------------------
@@ -363,6 +407,19 @@ def registered_as_kata_npu(ctx):
     expect(seen.stats.runs > 0,
            f"{seen.what} ran nothing on the NPU, although your npu_backend does when passed directly: the name is "
            f"registered to some other function.\n{seen.npu_line}")
+
+
+@CHECKS.check(stage="register", weight=1)
+def dynamo_config_left_alone(ctx):
+    "importing backend.py and compiling with it leaves torch._dynamo.config as it was"
+    expect_eager(run_attempt(ctx, zoo("mlp")))  # import time and backend time both count
+    changed = dynamo_config_changes(attempt(ctx))
+    expect(not changed,
+           f"after importing {Path(ctx.attempt.__file__).name} and compiling the `mlp` zoo model with it, "
+           f"{config_text(changed)}.\nDo not change torch._dynamo.config from your module: it changes every "
+           f"torch.compile in the user's process, not only yours. A backend does not choose how it is called; it "
+           f"must work with the defaults, a symbolic batch size included (README.md, 'What Dynamo hands a "
+           f"backend'). Look for assignments to torch._dynamo.config in your file, at import or in npu_backend.")
 
 
 # --- stage: offload ------------------------------------------------------------------------------------------
@@ -553,8 +610,8 @@ def full_program_memory_falls_back_loudly(ctx):
     example = zoo("mlp")
     compiled = Compiled(attempt(ctx), example)
     limit = device_stats().max_resident_programs
-    served = []
-    overflow = None
+    served: list[int] = []
+    refused: list[int] = []  # new shapes the full NPU refused: each must warn naming its own shape
     for batch in range(2, limit + 6):
         before = device_stats()
         if before.programs_resident >= before.max_resident_programs:
@@ -570,8 +627,10 @@ def full_program_memory_falls_back_loudly(ctx):
                 f"your own (README.md, 'When program memory is full').")
             served.append(batch)
             continue
-        overflow = batch
-        seen.what += f", a new shape while the NPU's program memory is full ({limit} of {limit} programs)"
+        refused.append(batch)
+        seen.what += (f", a new shape while the NPU's program memory is full ({limit} of {limit} programs)" +
+                      (f", after ({refused[0]}, 4) was refused" if len(refused) > 1 else ""))
+        expect_not_left_to_dynamo(seen, compiled.backend)
         expect_eager(seen)
         expect(seen.stats.runs == 0,
                f"{seen.what}, ran an NPU program anyway, after releasing {seen.stats.programs_released} "
@@ -579,8 +638,9 @@ def full_program_memory_falls_back_loudly(ctx):
                f"Do not evict a program to make room: a workload that cycles through more shapes than fit would "
                f"compile on every call. When NPU.compile says the memory is full, run that shape on the CPU "
                f"(README.md, 'When program memory is full').")
-        expect_fallback_warning(seen, ("memory", "full"), must_name=f"{batch}, 4")
-        break
+        expect_fallback_warning(seen, ("memory", "full"), must_name=f"({batch}, 4)")
+        break  # every refusal costs the device a gc.collect(); a second refused shape: weight_changes_while_...
+    overflow = refused[0] if refused else None
     expect(overflow is not None,
            f"{compiled.what()} was called with {len(served)} different batch sizes and the NPU never filled up: "
            f"{device_stats().programs_resident} of {limit} programs are resident. Each new shape needs a program, and "
@@ -593,7 +653,7 @@ def full_program_memory_falls_back_loudly(ctx):
            f"again ({again.stats.summary()}). Remember every signature the NPU refused and run it on the CPU "
            f"without asking again: compiling costs time, and the answer will not change (README.md, 'When program "
            f"memory is full').")
-    for batch in served[1:]:  # the first batch size lives in Dynamo's first graph; later calls of it go elsewhere
+    for batch in (served[1], served[len(served) // 2], served[-1]):  # the first batch lives in Dynamo's first graph
         seen = compiled.call(example.inputs((batch, 4), seed=batch))
         expect_on_npu_for_new_shape(seen, compiled_at_least=0, compiled_at_most=0,
                                     why="after the memory filled up, the shapes that have a program keep running "
@@ -603,12 +663,14 @@ def full_program_memory_falls_back_loudly(ctx):
 # --- stage: weights ---------------------------------------------------------------------------------------------
 
 WEIGHTED = ("mlp", "mlp_3d", "residual", "functional", "fused_linear_gelu")
+# parameters that do not require grad (model.requires_grad_(False)) are still nn.Parameters, and still frozen
+FROZEN_WITHOUT_GRAD = (zoo("mlp", requires_grad=False),)
 
 
 @CHECKS.check(stage="weights", weight=3)
 def weights_are_uploaded_once(ctx):
     "in inference, the weights cross to the NPU once, as program constants: a repeated call uploads only its input"
-    for example in map(zoo, WEIGHTED):
+    for example in (*map(zoo, WEIGHTED), *FROZEN_WITHOUT_GRAD):
         compiled = Compiled(attempt(ctx), example)
         first = compiled.call()
         expect_eager(first)
@@ -623,7 +685,9 @@ def weights_are_uploaded_once(ctx):
                f"{got.constant_bytes_to_device} B of constants); the input is {activations} B and the parameters "
                f"{weights} B.\n{seen.npu_line}\nIn inference the parameters do not change between calls: freeze them "
                f"into the program as constants (get_attr nodes), which NPU.compile uploads once, so that each call "
-               f"sends only its activations (README.md, 'Weights: upload once').")
+               f"sends only its activations (README.md, 'Weights: upload once'). The parameters are the arguments "
+               f"that are nn.Parameters, whether or not they require grad: a model after requires_grad_(False) is "
+               f"the usual inference set-up, and its parameters are still parameters.")
 
 
 @CHECKS.check(stage="weights", weight=2)
@@ -695,7 +759,7 @@ def float64_falls_back_loudly(ctx):
     seen = run_attempt(ctx, example)
     expect_eager(seen)
     expect(seen.stats.runs == 0, f"internal: the NPU ran a float64 program\n{seen.npu_line}")
-    expect_fallback_warning(seen, ("float64", "dtype"))
+    expect_fallback_warning(seen, ("float64", "dtype"), must_name="(2, 4)")
     # a second batch size makes Dynamo recompile with a symbolic batch: the partitions then also take sizes (ints)
     example = Example("mlp_3d_float64", recipe(zoo="mlp", dtype="float64"), (2, 5, 4),
                       "the `mlp` zoo model in float64, on 3-D inputs")
@@ -703,7 +767,7 @@ def float64_falls_back_loudly(ctx):
     for batch in (2, 3):
         seen = compiled.call(example.inputs((batch, 5, 4), seed=batch))
         expect_eager(seen)
-        expect_fallback_warning(seen, ("float64", "dtype"))
+        expect_fallback_warning(seen, ("float64", "dtype"), must_name=f"({batch}, 5, 4)")
 
 
 @CHECKS.check(stage="fallback", weight=3)
@@ -755,7 +819,8 @@ def gradients_match_eager(ctx):
         expect(got.error is None, f"{what} raised NPURuntimeError: {got.error}")
         expect(got.output_requires_grad,
                f"{what} returned an output that does not require grad: gradients cannot flow back to the "
-               f"parameters. Let aot_autograd handle training graphs (or run them on the CPU, with a warning).")
+               f"parameters. Let aot_autograd handle training graphs: they run on the NPU too, with the parameters as "
+               f"program inputs (README.md, 'Autograd').")
         eager, x_eager = probes.build(example.recipe), x.clone().requires_grad_()
         out = eager(x_eager)
         out.sum().backward()
@@ -819,3 +884,123 @@ def random_mlps_with_cpu_ops(ctx):
         expect_counts_like_reference(ctx, seen, example)
 
     fuzz(ctx, strategy, prop, describe=describe, max_examples=max(6, ctx.max_examples // 2))
+
+
+# --- stage: weights and program memory together ---------------------------------------------------------------
+
+def workload_example(workload: tuple) -> Example:
+    _, kind, requires_grad, dtype, _ = workload
+    return zoo("mlp" if kind == "batch" else "mlp_3d", dtype, requires_grad=requires_grad)
+
+
+def describe_workload(workload: tuple) -> str:
+    """A workload as a person reads it: the model, then every call's input shape and every weight change in order."""
+    _, kind, requires_grad, dtype, events = workload
+    steps = [f"{(*event[1], 4)}" + (" with a device fault" if event[2] else "") if event[0] == "call"
+             else f"model.{event[1]}.mul_({event[2]})" for event in events]
+    model = "mlp" if kind == "batch" else "mlp_3d"
+    return (f"`{model}` in {dtype}, parameters requires_grad={requires_grad}, called under torch.no_grad() with: "
+            + ", ".join(steps))
+
+
+def run_workload(ctx: Context, workload: tuple) -> None:
+    """Play `workload` (strategies.npu_workloads) on the attempt and judge every call by the lesson's rules.
+
+    What a correct backend holds, as the lesson states it: Dynamo's first graph serves the first call only and keeps
+    its one program for good (that partition is never called again, so it never learns that a weight changed); the
+    second graph serves every later call, keeps one program per signature, and on the first call after a weight
+    change drops them all (and forgets its refusals). A new signature compiles while the device has room, and is
+    refused, with a warning naming its own shape, when it has none."""
+    events = workload[4]
+    example = workload_example(workload)
+    compiled = Compiled(attempt(ctx), example)
+    slots = device_stats().max_resident_programs
+    second: dict[tuple, str] = {}  # shape -> "npu" | "refused", in the second graph since the last weight change
+    stale = False  # a parameter changed since the second graph was last called
+    story: list[str] = []
+    for step, event in enumerate(events, 1):
+        if event[0] == "scale":
+            _, name, factor = event
+            compiled.scale_parameter(name, factor)
+            story.append(f"model.{name}.mul_({factor})")
+            stale = True
+            continue
+        _, dims, fault = event
+        shape = (*dims, 4)
+        if step == 1:
+            state, expected_resident = None, 0
+        else:
+            if stale:
+                second, stale = {}, False
+            state = second.get(shape)
+            expected_resident = 1 + sum(v == "npu" for v in second.values())
+        before = device_stats()
+        if before.programs_resident >= slots and state is None and expected_resident < slots:
+            compiled.backend.probe(probes.collect_garbage)  # dropped programs in reference cycles are freed now
+            before = device_stats()
+        so_far = ", ".join(story[-6:]) or "nothing"
+        what = (f"{compiled.what(shape)}, call {step} of the workload (the steps before it, last 6: {so_far})"
+                + (", with DEVICE.inject_fault(1)" if fault else ""))
+        story.append(f"{shape}")
+        seen = compiled.call(example.inputs(shape, seed=step), faults=int(fault), what=what)
+        expect_eager(seen, after=" (after the weight changes of this workload)" if "mul_" in so_far else "")
+        if state is None:
+            expect_not_left_to_dynamo(seen, compiled.backend)
+        got = seen.stats
+        if state == "npu" and fault:
+            expect(len(got.runtime_errors) == 1 and got.programs_compiled == 0,
+                   f"{what}: a shape that has a program, and the device faulted on it; expected that one failed run "
+                   f"and nothing compiled.\n{seen.npu_line}\nKeep the program: a fault affects one call (README.md, "
+                   f"'Falling back').")
+            expect_fallback_warning(seen, ("fault",))
+        elif state == "npu":
+            (x,) = example.inputs(shape)
+            expect_no_fallback(seen)
+            expect(got.runs == 1 and got.programs_compiled == 0,
+                   f"{what}: this shape already has a program since the last weight change; expected it to run "
+                   f"(1 program) and compile nothing, got {got.runs} run(s), {got.programs_compiled} compiled.\n"
+                   f"{seen.npu_line}\nKeep one program per signature and reuse it; drop them only when a frozen "
+                   f"parameter changed (README.md, 'New shapes' and 'Weights: upload once').")
+            expect(got.input_bytes_to_device == x.numel() * x.element_size() and got.constant_bytes_to_device == 0,
+                   f"{what} sent {got.input_bytes_to_device} B of program inputs and {got.constant_bytes_to_device} B "
+                   f"of constants; the input is {x.numel() * x.element_size()} B.\n{seen.npu_line}\nIn inference the "
+                   f"parameters are frozen into the program; the parameters are the arguments that are nn.Parameters, "
+                   f"whether or not they require grad (README.md, 'Weights: upload once').")
+        elif state == "refused":
+            expect(got.runs == 0 and got.programs_compiled == 0 and not got.compile_errors,
+                   f"{what}: the NPU refused this shape earlier in the workload (program memory full) and no weight "
+                   f"changed since; expected it to run on the CPU without asking NPU.compile again, got "
+                   f"{got.summary()}.\nRemember every refused signature (README.md, 'When program memory is full').")
+        elif expected_resident < slots:
+            if got.runs == 0 or got.programs_compiled != 1:
+                held = device_stats().programs_resident
+                raise CheckFailed(
+                    f"{what}: a new signature while the NPU has room, so it compiles its program and runs on the NPU; "
+                    f"it compiled {got.programs_compiled} and ran {got.runs} program(s), and warned "
+                    f"{seen.fallbacks[:1] or 'nothing'}.\n{seen.npu_line}\nBy the lesson's rules {expected_resident} "
+                    f"of {slots} programs are resident before this call (Dynamo's first graph keeps the one it "
+                    f"compiled for the first call; the second graph's programs since the last weight change: "
+                    f"{expected_resident - 1}); the device held {before.programs_resident} before it and holds {held} "
+                    f"now. If yours held more, stale programs still take slots: drop (or release) them when a frozen "
+                    f"parameter changes. If it refused with room to spare, do not keep a budget of your own (counts "
+                    f"of programs compiled, dropped ones included): the device's program memory is the only bound "
+                    f"(README.md, 'When program memory is full').")
+            expect_no_fallback(seen)
+            second[shape] = "npu"
+        else:
+            expect(got.runs == 0,
+                   f"{what}: a new signature while the NPU's program memory is full ({expected_resident} of {slots} "
+                   f"programs by the lesson's rules), and an NPU program ran, after releasing {got.programs_released} "
+                   f"program(s).\n{seen.npu_line}\nDo not evict a program to make room: run this shape on the CPU "
+                   f"(README.md, 'When program memory is full').")
+            expect_fallback_warning(seen, ("memory", "full"), must_name=str(shape),
+                                    one_per="refused signature" if "refused" in second.values() else "")
+            second[shape] = "refused"
+
+
+@CHECKS.check(stage="weights", weight=3)
+def weight_changes_while_program_memory_fills(ctx):
+    "weight changes between new shapes until memory is full: room means a program, every refused shape warns"
+    strategy = npu_workloads(refusals=(2, 3) if ctx.deep else (2,))  # each refusal costs the device a gc.collect()
+    fuzz(ctx, strategy, lambda workload: run_workload(ctx, workload), describe=describe_workload,
+         max_examples=4 if ctx.deep else 1)

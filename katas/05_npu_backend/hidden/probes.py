@@ -94,9 +94,11 @@ LOCAL_MODELS: dict[str, type[nn.Module]] = {
 }
 
 
-def recipe(*, zoo: str = "", local: str = "", spec: MLPSpec | None = None, dtype: str = "float32") -> dict:
-    """How to build a model, as plain data: a zoo model, a model class of this file, or a random MLP."""
-    return {"zoo": zoo, "local": local, "spec": spec, "dtype": dtype}
+def recipe(*, zoo: str = "", local: str = "", spec: MLPSpec | None = None, dtype: str = "float32",
+           requires_grad: bool = True) -> dict:
+    """How to build a model, as plain data: a zoo model, a model class of this file, or a random MLP; with
+    `requires_grad=False`, after `model.requires_grad_(False)` (its parameters are still nn.Parameters)."""
+    return {"zoo": zoo, "local": local, "spec": spec, "dtype": dtype, "requires_grad": requires_grad}
 
 
 def build(recipe: dict) -> nn.Module:
@@ -109,7 +111,8 @@ def build(recipe: dict) -> nn.Module:
         with torch.random.fork_rng():
             torch.manual_seed(0)
             model = LOCAL_MODELS[recipe["local"]]()
-    return model.to(getattr(torch, recipe["dtype"])).eval()
+    model = model.to(getattr(torch, recipe["dtype"])).eval()
+    return model.requires_grad_(recipe.get("requires_grad", True))
 
 
 # --- sessions: a compiled model between probe calls -----------------------------------------------------------
@@ -366,3 +369,11 @@ def reimport(backend_module: ModuleType, times: int = 2) -> Reimport:
         for name in names:
             sys.modules.pop(name, None)
     return Reimport(None, BACKEND_NAME in torch._dynamo.list_backends(exclude_tags=()))
+
+
+def dynamo_config_changes(backend_module: ModuleType | None = None) -> dict[str, str]:
+    """Every key of torch._dynamo.config that is not at its default here, with its value's repr: called where the
+    backend module was imported (and has compiled), it shows what the module changed for everyone in the process."""
+    config = torch._dynamo.config
+    return {key: repr(getattr(config, key)) for key in sorted(config._config)  # noqa: SLF001 - the key list
+            if not config._is_default(key)}  # noqa: SLF001

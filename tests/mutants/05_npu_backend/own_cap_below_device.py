@@ -8,7 +8,7 @@ from katas.common.npu import NPUFallbackWarning
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("full_program_memory_falls_back_loudly",)
+KILLED_BY = ('full_program_memory_falls_back_loudly', 'weight_changes_while_program_memory_fills')
 
 CAP = 4
 _original = _ref.NPUPartition.compile_program

@@ -8,7 +8,11 @@ from katas.common.npu import NPU, NPUCompileError, NPUFallbackWarning
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("full_program_memory_falls_back_loudly",)
+KILLED_BY = (
+    'float64_falls_back_loudly',
+    'full_program_memory_falls_back_loudly',
+    'weight_changes_while_program_memory_fills',
+)
 
 
 def compile_program(self, args, frozen):

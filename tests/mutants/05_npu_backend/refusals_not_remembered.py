@@ -5,7 +5,7 @@ from checker.kit import load_reference
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("full_program_memory_falls_back_loudly",)
+KILLED_BY = ('full_program_memory_falls_back_loudly', 'weight_changes_while_program_memory_fills')
 
 
 def program_for(self, args, frozen):

@@ -6,8 +6,12 @@ from katas.common.npu import NPU, NPUCompileError, NPURuntimeError
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ('full_program_memory_falls_back_loudly', 'float64_falls_back_loudly',
-             'injected_fault_reruns_that_call_on_cpu')
+KILLED_BY = (
+    'float64_falls_back_loudly',
+    'full_program_memory_falls_back_loudly',
+    'injected_fault_reruns_that_call_on_cpu',
+    'weight_changes_while_program_memory_fills',
+)
 
 
 def compile_program(self, args, frozen):
