@@ -287,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         started_early = sandboxed is not None and sandboxed.mode == "namespace"
         if started_early:  # a fresh interpreter in bubblewrap, not a fork: it imports torch while this one does
             worker.spawn()
+        if sandboxed is not None and sandboxed.mode != "none":
+            from checker.sandbox import confine_interpreters
+
+            confine_interpreters()  # kata 8's replay of a saved program runs as confined as the worker
         import torch  # noqa: F401 - imported here so its start-up time is not charged to a check
 
         import katas.common  # noqa: F401 - what the worker needs too: it is forked right after, warm

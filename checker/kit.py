@@ -132,6 +132,7 @@ def fuzz(
     state: dict[str, Any] = {"failure": None, "example": None, "not_implemented": None}
     deadline = [None]
     database = example_database()
+    _seed_alone_decides()
 
     @settings(
         max_examples=max_examples or ctx.max_examples,
@@ -188,6 +189,17 @@ def fuzz(
         f"{headline}\n\nSmallest failing example found:\n{describe(state['example'])}\n"
         f"(replay with --seed {ctx.seed})"
     ) from failure
+
+
+def _seed_alone_decides() -> None:
+    """Hypothesis mixes into its draws the literal constants of every local module loaded in the process (its
+    "local constants"). A warm-forked checks process has loaded other modules than a cold one, so the same seed
+    drew other examples and the same attempt could get another verdict. Draws here depend on the seed alone."""
+    from hypothesis.internal.conjecture import providers
+
+    empty = providers.Constants(integers=providers.SortedSet(), floats=providers.SortedSet(key=providers.float_to_int),
+                                bytes=providers.SortedSet(), strings=providers.SortedSet())
+    providers._get_local_constants = lambda: empty
 
 
 EXAMPLES_ENV = "FX_KATAS_EXAMPLES"  # a folder: the learner's failing examples, replayed first on the next run

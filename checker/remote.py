@@ -441,6 +441,7 @@ class Worker:
         self._fd_dropped = 0
         self._lock = threading.Lock()
         self.outputs: list[str] = []  # what the attempt printed during each call since the list was cleared
+        self.sandboxed = False  # started by bubblewrap (checker/sandbox.py), which reports a signal as 128 + N
 
     # -- lifetime
 
@@ -458,8 +459,8 @@ class Worker:
         try:
             cmd = [sys.executable, "-m", "checker.worker", "--fd", str(worker_end.fileno()),
                    "--memory-limit-mb", str(memory_limit_mb())]
-            if sandbox is not None and sandbox.mode == "namespace":
-                # bubblewrap needs a program to start: the worker is a fresh interpreter inside it
+            self.sandboxed = sandbox is not None and sandbox.mode == "namespace"
+            if self.sandboxed:  # bubblewrap needs a program to start: the worker is a fresh interpreter inside it
                 cmd = sandbox.worker_command(cmd, self.attempt_path.parent)
             if hasattr(os, "fork") and "torch" in sys.modules and (sandbox is None or sandbox.mode != "namespace"):
                 self.proc = _fork_worker(worker_end.fileno(), write_fd, self.attempt_path.parent, sandbox)
@@ -556,6 +557,8 @@ class Worker:
                 code = None
         if code is None:
             return "the process running your code stopped answering"
+        if code > 128 and self.sandboxed:  # bubblewrap passes on a signal's death as 128 + its number
+            code = 128 - code
         if code < 0:
             try:
                 name = signal.Signals(-code).name

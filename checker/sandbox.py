@@ -220,9 +220,17 @@ def readable_by_others(path: Path) -> bool:
 
 
 def first_uid() -> int:
+    """The uid of the first learner's attempts: FX_KATAS_SANDBOX_UID, else the `fxkatas` user's (the Gradescope
+    bundle's setup.sh creates it; one learner per container there), else FIRST_UID."""
+    import pwd
+
     try:
-        return int(os.environ.get("FX_KATAS_SANDBOX_UID", FIRST_UID))
-    except ValueError:
+        return int(os.environ["FX_KATAS_SANDBOX_UID"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return pwd.getpwnam(ATTEMPT_USER).pw_uid
+    except KeyError:
         return FIRST_UID
 
 
@@ -290,3 +298,19 @@ def confine(command: list[str], cwd: Path) -> list[str]:
         return list(command)
     return ["setpriv", f"--reuid={sandbox.uid}", f"--regid={sandbox.uid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all", "--no-new-privs", *command]
+
+
+def confine_interpreters() -> None:
+    """While grading, every Python interpreter the checks process starts runs in the attempt's sandbox (`confine`):
+    such a process works on what the attempt made (kata 8's replay loads, and so unpickles, the attempt's saved
+    program), so it gets no more than the attempt has. Called by the checks process when a sandbox is planned."""
+    import subprocess
+
+    original = subprocess.Popen.__init__
+
+    def start_confined(self, args, *rest, **kwargs):
+        if isinstance(args, (list, tuple)) and args and str(args[0]) == sys.executable:
+            args = confine([str(a) for a in args], Path(kwargs.get("cwd") or os.getcwd()))
+        original(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = start_confined

@@ -156,7 +156,7 @@ def test_grading_one_learner_changes_no_other_learners_result(sandbox: Path, tmp
     attacker = json.loads((tmp_path / "grades" / "aaa_attacker.json").read_text())
     assert {p: p.read_bytes() for p in before} == before, "an attempt wrote outside its own copy"
     assert honest["katas"][0]["status"] == "pass", honest["katas"][0]
-    assert attacker["katas"][0]["status"] == "not_started"
+    assert attacker["katas"][0]["status"] == "not_started", attacker["katas"][0].get("message")
 
 
 def test_grade_feedback_never_quotes_the_checks_or_the_reference(sandbox: Path, tmp_path: Path):

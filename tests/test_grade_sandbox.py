@@ -78,10 +78,11 @@ def test_no_route_forges_a_grade_changes_a_neighbours_or_leaks_in_the_sandbox(re
     assert "isolated: every attempt ran in a bubblewrap sandbox" in proc.stdout, proc.stdout[-1000:]
     results = {name: json.loads((tmp_path / "grades" / f"{name}.json").read_text())["katas"][0]
                for name in [*attackers, "zz_honest", "zy_wrong"]}
-    assert (results["zz_honest"]["status"], results["zz_honest"]["score"]) == ("pass", 60), results["zz_honest"]
+    honest = results["zz_honest"]
+    assert (honest["status"], honest["score"]) == ("pass", honest["max_score"]), honest
     assert results["zy_wrong"]["status"] == "fail", results["zy_wrong"]
     for name in attackers:
-        assert results[name]["status"] != "pass" and results[name]["score"] < 60, (name, results[name]["status"])
+        assert results[name]["status"] != "pass" and results[name]["score"] < honest["max_score"], name
     assert _fingerprint(repo_copy) == before, "an attempt changed the checker, the katas or the references"
     assert not (tmp_path / "marker").exists(), (tmp_path / "marker").read_text()
     with open(tmp_path / "grades" / "gradebook.csv", encoding="utf-8") as handle:

@@ -49,8 +49,15 @@ def _defined_names(paths: list[Path]) -> set[str]:
     return names
 
 
+# Katas whose table has not landed yet, and why; a kata listed here that has a table fails (take it off the list).
+NO_TABLE_YET = {"08_export_aot": "round 1's fixes and table wait in hidden/round1_unlanded/ for a mutation run"}
+
+
 def _rules(kata) -> list[dict]:
     path = kata.folder / "hidden" / "rules.toml"
+    if kata.slug in NO_TABLE_YET:
+        assert not path.is_file(), f"{path} exists: take {kata.slug} off NO_TABLE_YET"
+        pytest.skip(NO_TABLE_YET[kata.slug])
     if not path.is_file():
         pytest.fail(f"{path} is missing: write the kata's rules (see tests/test_rules.py)")
     data = tomllib.loads(path.read_text(encoding="utf-8"))
