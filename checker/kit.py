@@ -30,7 +30,11 @@ FUZZ_PROFILES = {
     "deep": 18,
 }
 DEFAULT_SEED = 20260
-SHRINK_BUDGET_S = 20.0
+# Shrinking stops after this many examples past the first failure: a count, so that the same attempt gets the same
+# counterexample however busy the machine (a time budget made slow checks shrink to different examples), with a
+# time limit only as a safety net.
+SHRINK_BUDGET_STEPS = 60
+SHRINK_BUDGET_S = 120.0
 
 
 class CheckFailed(AssertionError):
@@ -131,6 +135,7 @@ def fuzz(
 
     state: dict[str, Any] = {"failure": None, "example": None, "not_implemented": None}
     deadline = [None]
+    first_failure = [0]  # examples tried when the first failure came
     database = example_database()
     _seed_alone_decides()
 
@@ -149,7 +154,8 @@ def fuzz(
         stats["examples"] += 1
         if state["not_implemented"] is not None:
             return
-        if deadline[0] is not None and time.monotonic() > deadline[0]:
+        if deadline[0] is not None and (stats["examples"] - first_failure[0] > SHRINK_BUDGET_STEPS
+                                        or time.monotonic() > deadline[0]):
             raise _ShrinkBudgetSpent
         try:
             prop(example)
@@ -160,6 +166,7 @@ def fuzz(
             state["failure"], state["example"] = exc, example
             if deadline[0] is None:
                 deadline[0] = time.monotonic() + SHRINK_BUDGET_S
+                first_failure[0] = stats["examples"]
             raise
 
     # each check's failing examples under a key of its own (Hypothesis keys by the test function: one for all)
