@@ -563,8 +563,7 @@ def grade(root: Path, katas: list[Kata], *, out: Path | None = None, gradescope:
     out = out or root.resolve().parent / f"{root.resolve().name}-grades"
     learners, found_single = find_learners(root, katas, out)
     single = found_single if single is None else single
-    every_module = [k.module for k in load_katas()]
-    flat_ok = {k.slug: every_module.count(k.module) == 1 for k in load_katas()}
+    flat_ok = _flat_ok()
     originals = {(lr.name, k.slug): attempt_path(lr, k, flat_ok[k.slug]) for lr in learners for k in katas}
     with tempfile.TemporaryDirectory(prefix="fx-katas-grade-") as work_dir:
         work = Path(work_dir)
