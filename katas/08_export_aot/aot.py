@@ -3,7 +3,7 @@
 Read katas/08_export_aot/README.md first: it walks the path step by step and says what each check proves.
 Check your work with `make kata N=8`; ask for a hint with `make hint N=8`.
 
-The device's facts are in katas/common/npu.py (NPU_OPS, NPU_DTYPES, canonical_name); its ahead-of-time runtime,
+The device's facts are in katas/common/npu.py (NPU_OPS, NPU_DTYPES, KERNELS, canonical_name); its ahead-of-time runtime,
 `pack` and the op `torch.ops.npu_aot.run_program`, is in katas/common/npu_aot.py.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch.fx
 from torch.export import ExportedProgram
 from torch.fx.passes.operator_support import OperatorSupport
 
-from katas.common.npu import NPU_DTYPES, NPU_OPS, canonical_name  # noqa: F401 - the device's facts
+from katas.common.npu import KERNELS, NPU_DTYPES, NPU_OPS, canonical_name  # noqa: F401 - the device's facts
 from katas.common.npu_aot import pack  # noqa: F401 - a partition's graph -> the program text run_program takes
 
 
@@ -25,8 +25,8 @@ def npu_decomposition_table() -> dict:
 
 
 def export_for_npu(model: torch.nn.Module, example_inputs: tuple) -> ExportedProgram:
-    """`torch.export.export` of `model` on `example_inputs` with dimension 0 of every input (the batch) dynamic,
-    then `run_decompositions(npu_decomposition_table())`."""
+    """`torch.export.export` of `model` on `example_inputs` with dimension 0 of every input (its batch) dynamic,
+    each input's batch its own Dim, then `run_decompositions(npu_decomposition_table())`."""
     raise NotImplementedError("export_for_npu: README.md, 'Step 1'")
 
 
@@ -36,7 +36,8 @@ def legalise(gm: torch.fx.GraphModule) -> int:
     and reshapes you removed or rewrote (0 when there was nothing to do; the sym_size nodes nobody reads any more
     do not count).
 
-    - an alias, a clone or a slice that keeps everything is its input under another name: remove it;
+    - an alias, a clone or a slice that keeps everything is its input under another name: remove it (but keep a
+      clone with memory_format=torch.contiguous_format, and every cast);
     - unsqueeze, squeeze, reshape, and a view whose sizes come from `aten.sym_size`, become `aten.view.default`
       with sizes that are plain ints, the one dynamic size (the batch) written as -1."""
     raise NotImplementedError("legalise: README.md, 'Step 2'")
@@ -44,7 +45,8 @@ def legalise(gm: torch.fx.GraphModule) -> int:
 
 # --- Step 3: what runs on the NPU --------------------------------------------------------------------------------
 def is_npu_node(node: torch.fx.Node) -> bool:
-    """True when the NPU can run `node`: a call of an op in NPU_OPS whose every input is a tensor of an NPU dtype
+    """True when the NPU can run `node`: a call of an op in NPU_OPS, through an overload its kernel in KERNELS takes,
+    whose every input is a tensor of an NPU dtype
     (no SymInt computed on the host) and whose outputs are tensors of NPU dtypes. False for placeholders,
     get_attr and the output node."""
     raise NotImplementedError("is_npu_node: README.md, 'Step 3'")

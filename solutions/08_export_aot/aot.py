@@ -2,6 +2,7 @@
 while keeping what the NPU runs natively, legalise, partition, delegate, and a program that saves and loads."""
 from __future__ import annotations
 
+import inspect
 import operator
 import sys
 
@@ -11,7 +12,7 @@ from torch.export import Dim, ExportedProgram
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
-from katas.common.npu import NPU_DTYPES, NPU_OPS, canonical_name
+from katas.common.npu import KERNELS, NPU_DTYPES, NPU_OPS, canonical_name
 from katas.common.npu_aot import pack
 
 aten = torch.ops.aten
@@ -29,9 +30,10 @@ def npu_decomposition_table() -> dict:
 
 
 def export_for_npu(model: torch.nn.Module, example_inputs: tuple) -> ExportedProgram:
-    """Export `model` with dimension 0 of every input (the batch) dynamic, then decompose it for the NPU."""
-    batch = Dim("batch")
-    ep = torch.export.export(model, tuple(example_inputs), dynamic_shapes=tuple({0: batch} for _ in example_inputs))
+    """Export `model` with dimension 0 of every input (its batch) dynamic, then decompose it for the NPU. Each input
+    has a Dim of its own: Dims of one name are one symbol, and the inputs' batches are independent."""
+    dims = tuple({0: Dim(f"batch{i}")} for i in range(len(example_inputs)))
+    ep = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dims)
     return ep.run_decompositions(npu_decomposition_table())
 
 
@@ -45,9 +47,13 @@ def _is_full_slice(node: torch.fx.Node) -> bool:
 
 
 def _is_noop(node: torch.fx.Node) -> bool:
-    """An alias, a clone, or a slice of everything: the value of its input, under another name."""
-    if node.target in (aten.alias.default, aten.clone.default):
-        return node.kwargs.get("memory_format") in (None, torch.contiguous_format, torch.preserve_format)
+    """An alias, a clone, or a slice of everything: the value of its input, under another name. A clone with
+    memory_format=torch.contiguous_format is not: it makes a transposed tensor contiguous, and the view after it
+    (`o.transpose(1, 2).reshape(B, N, C)`) is legal only on its output."""
+    if node.target is aten.alias.default:
+        return True
+    if node.target is aten.clone.default:
+        return node.kwargs.get("memory_format") in (None, torch.preserve_format)
     return node.target is aten.slice.Tensor and _is_full_slice(node)
 
 
@@ -103,10 +109,18 @@ def _tensor_values(value) -> list:
     return [v for v in torch.utils._pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]
 
 
+def _has_kernel(target) -> bool:
+    """The overload takes the arguments of the NPU's kernel for its op: `aten.view.dtype` (a dtype, not sizes) and
+    the `out_dtype` overloads (`mm.dtype`, `addmm.dtype`) do not."""
+    parameters = inspect.signature(KERNELS[canonical_name(target)]).parameters
+    return all(argument.name in parameters for argument in target._schema.arguments)
+
+
 def is_npu_node(node: torch.fx.Node) -> bool:
-    """True when the NPU can run `node`: an op in NPU_OPS, on tensors of NPU dtypes, with no size computed on
-    the host (SymInt) among its inputs. Placeholders, outputs and get_attr are not compute: False."""
-    if node.op != "call_function" or canonical_name(node.target) not in NPU_OPS:
+    """True when the NPU can run `node`: an op in NPU_OPS through an overload its kernel takes, on tensors of NPU
+    dtypes, with no size computed on the host (SymInt) among its inputs, making tensors of NPU dtypes.
+    Placeholders, outputs and get_attr are not compute: False."""
+    if node.op != "call_function" or canonical_name(node.target) not in NPU_OPS or not _has_kernel(node.target):
         return False
     for source in node.all_input_nodes:
         value = source.meta.get("val")

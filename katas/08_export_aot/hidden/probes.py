@@ -109,6 +109,148 @@ class Gram(nn.Module):
         return F.relu((h @ h.T).unsqueeze(0)).squeeze(0)
 
 
+class ThreeOutputs(nn.Module):
+    """z = Linear(x); a = GELU(z); returns (Linear(a), z, a): one island of NPU ops with three outputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        z = self.fc1(x)
+        a = F.gelu(z)
+        return self.fc2(a), z, a
+
+
+class TwoInputs(nn.Module):
+    """x (B1, 4) and y (B2, 6), batches independent: GELU(Linear(x)) + Linear(y).mean(0)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(6, 8)
+
+    def forward(self, x, y):
+        return F.gelu(self.fc1(x)) + self.fc2(y).mean(0)
+
+
+class BatchNotFirst(nn.Module):
+    """Linear -> ReLU -> unsqueeze(0) -> Linear: the output is 1 x batch x 3, the batch at position 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)).unsqueeze(0))
+
+
+class Attention(nn.Module):
+    """(B, 5, 8) -> Linear -> reshape to heads -> transpose(1, 2) -> (q @ q^T) @ q -> transpose(1, 2) ->
+    reshape(B, 5, 8) -> Linear: the last reshape reads a transposed (non-contiguous) tensor, so export writes a
+    clone(memory_format=torch.contiguous_format) before its view, and that view is legal only after the clone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q = self.fc1(x).reshape(b, n, 2, 4).transpose(1, 2)
+        o = (q @ q.transpose(-2, -1)) @ q
+        return self.fc2(o.transpose(1, 2).reshape(b, n, c))
+
+
+class ViewDtypes(nn.Module):
+    """Linear -> .view(torch.int32) & 0xFFFF, and ReLU -> .view(torch.float16) -> nan_to_num -> * 2: aten.view.dtype,
+    named `view` like an NPU op, but making int32 (not an NPU dtype), or float16 through an overload the NPU has
+    no kernel for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        return h.view(torch.int32) & 0xFFFF, torch.nan_to_num(F.relu(h).view(torch.float16)) * 2
+
+
+class ProgramModel(nn.Module):
+    """The model a plan of `katas.common.strategies.aot_program_plans()` describes (kata 8's fuzz):
+
+    x0 (B0, 4) -> z = Linear -> a = activation(z); each further input xi (Bi, 4), batches independent, adds
+    Linear(xi).mean(0); then, as the plan says: the batch moved away from position 0 (or not) by an unsqueeze that
+    ReLU reads and a squeeze undoes; a cast (float64 for a float64 Linear, or float16) and back; a
+    transpose-then-reshape (a clone for contiguity, then a view); the outputs z and a returned beside the result
+    (an island with 1-3 outputs); a `.view(dtype)` output; and (h @ h.T).unsqueeze(0), two symbolic sizes."""
+
+    def __init__(self, plan: dict) -> None:
+        super().__init__()
+        self.plan = plan
+        self.fc0 = nn.Linear(4, 8)
+        self.more = nn.ModuleList(nn.Linear(4, 8) for _ in range(plan["inputs"] - 1))
+        if plan["activation"] == "layer_norm":
+            self.norm = nn.LayerNorm(8)
+        if plan["cast"] == "float64":
+            self.head64 = nn.Linear(8, 8).double()
+        self.fc_out = nn.Linear(8, 3)
+
+    def _activate(self, z):
+        act = self.plan["activation"]
+        if act == "layer_norm":
+            return self.norm(z)
+        return {"gelu": F.gelu, "relu": F.relu, "silu": F.silu, "sin": torch.sin}[act](z)
+
+    def forward(self, x0, x1=None, x2=None):
+        plan = self.plan
+        xs = [x for x in (x0, x1, x2) if x is not None]
+        z = self.fc0(x0)
+        a = self._activate(z)
+        h = a
+        for fc, x in zip(self.more, xs[1:]):
+            h = h + fc(x).mean(0)
+        if plan["batch_at"] == 1:
+            h = F.relu(h.unsqueeze(0)).squeeze(0)  # 1 x batch x 8: the batch at position 1
+        else:
+            h = F.relu(h.unsqueeze(1)).squeeze(1)  # batch x 1 x 8
+        if plan["cast"] == "float64":
+            h = self.head64(h.double()).float()
+        elif plan["cast"] == "float16":
+            h = (h.half() * 3).float()
+        if plan["layout"] == "transpose_reshape":
+            h = (h.reshape(h.shape[0], 2, 4).transpose(1, 2) * 2).reshape(h.shape[0], 8)
+        outs = [self.fc_out(h), z, a][:plan["outputs"]]
+        if plan["view_dtype"] == "int32":
+            outs.append(h.view(torch.int32) & 0xFFFF)
+        elif plan["view_dtype"] == "float16":
+            outs.append(torch.nan_to_num(h.view(torch.float16)) * 2)
+        if plan["symbolic"] == 2:
+            outs.append(F.relu((h @ h.T).unsqueeze(0)))
+        return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def program_inputs(plan: dict, batch: int, seed: int = 1) -> tuple[torch.Tensor, ...]:
+    """A plan's inputs: input i has batch `batch + 2 * i` (independent batches) and 4 features."""
+    generator = torch.Generator().manual_seed(seed * 1000 + batch)
+    return tuple(torch.randn(batch + 2 * i, 4, generator=generator) for i in range(plan["inputs"]))
+
+
+VIEW_DTYPE_TEXT = {"none": "", "int32": ", h.view(torch.int32) & 0xFFFF",
+                   "float16": ", nan_to_num(h.view(torch.float16)) * 2"}
+
+
+def describe_plan(plan: dict) -> str:
+    """A fuzz example as a person reads it."""
+    where = {0: "batch x 1 x 8 (batch at position 0)", 1: "1 x batch x 8 (batch at position 1)"}[plan["batch_at"]]
+    lines = [f"inputs: {plan['inputs']} of 4 features, independent batches (input i has batch b + 2i)",
+             f"  z = Linear(x0); a = {plan['activation']}(z); plus Linear(xi).mean(0) for each further input",
+             f"  unsqueeze to {where} -> ReLU -> squeeze",
+             f"  cast: {plan['cast']}; layout: {plan['layout']}",
+             f"  outputs: Linear(h){', z' if plan['outputs'] > 1 else ''}{', a' if plan['outputs'] > 2 else ''}"
+             f"{VIEW_DTYPE_TEXT[plan['view_dtype']]}"
+             f"{', relu((h @ h.T).unsqueeze(0)) (two symbolic sizes)' if plan['symbolic'] == 2 else ''}"]
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class Recipe:
     """A model of the zoo: how to build it, its input's shape after the batch, and what it must become."""
@@ -119,6 +261,7 @@ class Recipe:
     launches: int  # NPU launches per call: compute ops on the NPU, layout ops cost none
     text: str
     legalised: int = 0  # aliases, clones, full slices and reshapes legalise removes or rewrites
+    more_inputs: tuple[tuple[int, ...], ...] = ()  # the features of the inputs after the first, if any
 
 
 ZOO: dict[str, Recipe] = {
@@ -140,6 +283,15 @@ ZOO: dict[str, Recipe] = {
     "gram": Recipe(Gram, (4,), 2, 3, "Linear -> h @ h.T -> unsqueeze(0) -> ReLU -> squeeze(0)", 0),
     "float64_head": Recipe(Float64Head, (4,), 1, 2, "Linear -> GELU (float32) -> .double() -> Linear (float64)"),
     "scaled_by_buffer": Recipe(ScaledByBuffer, (4,), 1, 3, "Linear -> times a buffer -> SiLU"),
+    "three_outputs": Recipe(ThreeOutputs, (4,), 1, 3, "z = Linear(x); a = GELU(z); returns (Linear(a), z, a)"),
+    "two_inputs": Recipe(TwoInputs, (4,), 2, 4, "GELU(Linear(x)) + Linear(y).mean(0), x (B1, 4), y (B2, 6), "
+                         "batches independent", more_inputs=((6,),)),
+    "batch_not_first": Recipe(BatchNotFirst, (4,), 1, 3, "Linear -> ReLU -> unsqueeze(0) -> Linear "
+                              "(1 x batch x 3: the batch at position 1)", 1),
+    "attention": Recipe(Attention, (5, 8), 2, 4, "(B, 5, 8) -> Linear -> reshape(B, 5, 2, 4).transpose(1, 2) -> "
+                        "(q @ q^T) @ q -> transpose(1, 2).reshape(B, 5, 8) -> Linear", 2),
+    "view_dtypes": Recipe(ViewDtypes, (4,), 2, 3, "Linear -> (.view(torch.int32) & 0xFFFF, "
+                          "nan_to_num(ReLU.view(torch.float16)) * 2)", 2),
 }
 EXAMPLE_BATCH = 3
 
@@ -147,6 +299,8 @@ EXAMPLE_BATCH = 3
 def build(recipe: str | MLPSpec, seed: int = 0) -> nn.Module:
     """The model of `recipe`, weights drawn from `seed`, in eval mode."""
     torch.manual_seed(seed)
+    if isinstance(recipe, dict):
+        return ProgramModel(recipe).eval()
     model = build_mlp(recipe) if isinstance(recipe, MLPSpec) else ZOO[recipe].build()
     return model.eval()
 
@@ -164,6 +318,19 @@ def example(recipe: str | MLPSpec, batch: int = EXAMPLE_BATCH, seed: int = 1) ->
     return torch.randn(batch, *features(recipe), generator=generator, dtype=dtype_of(recipe))
 
 
+def inputs(recipe, batch: int = EXAMPLE_BATCH, seed: int = 1) -> tuple[torch.Tensor, ...]:
+    """The model's inputs for `batch`: input i has batch `batch + 2 * i` (batches independent), its own values."""
+    if isinstance(recipe, dict):
+        return program_inputs(recipe, batch, seed)
+    first = example(recipe, batch, seed)
+    more = ZOO[recipe].more_inputs if isinstance(recipe, str) else ()
+    rest = []
+    for i, shape in enumerate(more, start=1):
+        generator = torch.Generator().manual_seed(seed * 1000 + batch + 100 * i)
+        rest.append(torch.randn(batch + 2 * i, *shape, generator=generator, dtype=dtype_of(recipe)))
+    return (first, *rest)
+
+
 def new_state(recipe: str | MLPSpec, seed: int = 99) -> dict[str, torch.Tensor]:
     """Other weights (and buffers) for the same model: what a weight update ships to a deployed program."""
     return build(recipe, seed).state_dict()
@@ -175,7 +342,7 @@ def eager(recipe: str | MLPSpec, batches: list[int], state_seed: int | None = No
     if state_seed is not None:
         model.load_state_dict(new_state(recipe, state_seed))
     with torch.no_grad():
-        return {b: model(example(recipe, b)) for b in batches}
+        return {b: model(*inputs(recipe, b)) for b in batches}
 
 
 # --- describing graphs ------------------------------------------------------------------------------------
@@ -201,6 +368,9 @@ def describe_node(node: torch.fx.Node) -> dict:
             "canonical": canonical_name(target) if node.op == "call_function" else None,
             "core": isinstance(target, torch._ops.OpOverload) and torch.Tag.core in target.tags,
             "full_slice": target is torch.ops.aten.slice.Tensor and _is_full_slice(node),
+            "contiguous_clone": target is torch.ops.aten.clone.default
+            and node.kwargs.get("memory_format") is torch.contiguous_format,
+            "users": len(node.users),
             "inputs": [_kind(source.meta.get("val")) for source in node.all_input_nodes], "outputs": outs}
 
 
@@ -232,9 +402,10 @@ def spec_export(recipe: str) -> torch.export.ExportedProgram:
     """The recipe exported with a dynamic batch and decomposed with spec_table(): the graph legalise receives.
     A copy of its own each call (a deep copy takes a millisecond; exporting again, a few hundred)."""
     if recipe not in _SPEC_EXPORTS:
-        batch = torch.export.Dim("batch")
         with quiet():
-            ep = torch.export.export(build(recipe), (example(recipe),), dynamic_shapes=({0: batch},))
+            args = inputs(recipe)
+            dims = tuple({0: torch.export.Dim(f"batch{i}")} for i in range(len(args)))
+            ep = torch.export.export(build(recipe), args, dynamic_shapes=dims)
             _SPEC_EXPORTS[recipe] = ep.run_decompositions(spec_table())
     return copy.deepcopy(_SPEC_EXPORTS[recipe])
 
@@ -249,27 +420,29 @@ def _run(ep: torch.export.ExportedProgram, recipe: str | MLPSpec, batches: list[
             if state is not None:
                 module.load_state_dict(state, strict=False)
             with torch.no_grad():
-                results[b] = module(example(recipe, b))
+                results[b] = module(*inputs(recipe, b))
         except Exception as exc:  # noqa: BLE001 - the check reports it
             results[b] = f"{type(exc).__name__}: {str(exc).strip()[:500]}"
     return results
 
 
-def _size_of_batch(ep: torch.export.ExportedProgram) -> str:
-    """The user input's dimension 0 as export recorded it: a symbol ("s77") or the int it was fixed to."""
+def _size_of_batch(ep: torch.export.ExportedProgram) -> list[str]:
+    """Each user input's dimension 0 as export recorded it: a symbol ("s77") or the int it was fixed to."""
     user = set(ep.graph_signature.user_inputs)
-    for node in ep.graph.nodes:
-        if node.op == "placeholder" and node.name in user:
-            return str(node.meta["val"].shape[0])
-    return "?"
+    return [str(node.meta["val"].shape[0]) for node in ep.graph.nodes if node.op == "placeholder" and node.name in user]
 
 
 # --- probes ------------------------------------------------------------------------------------------------
 
 def exported(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int]) -> dict:
     """export_for_npu(model, (example,)): what it returned, its batch size, its ops, its outputs per batch."""
-    with quiet():
-        ep = attempt.export_for_npu(build(recipe), (example(recipe),))
+    try:
+        with quiet():
+            ep = attempt.export_for_npu(build(recipe), inputs(recipe))
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the check explains it
+        return {"type": "raised", "error": f"{type(exc).__name__}: {str(exc).strip()[:500]}"}
     if not isinstance(ep, torch.export.ExportedProgram):
         return {"type": type(ep).__name__}
     return {"type": "ExportedProgram", "batch": _size_of_batch(ep), "ops": _ops(ep.graph_module),
@@ -358,12 +531,20 @@ def lowered(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int], stat
             save_to: str | None = None) -> dict:
     """lower(model, (example,)): the programs and the CPU nodes of its graph, its signature, its outputs per batch
     (with other weights loaded too, if `state_seed`), and whether torch.export.save takes it (to `save_to`)."""
-    with quiet():
-        ep = attempt.lower(build(recipe), (example(recipe),))
+    try:
+        with quiet():
+            ep = attempt.lower(build(recipe), inputs(recipe))
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the check explains it
+        return {"type": "raised", "error": f"{type(exc).__name__}: {str(exc).strip()[:500]}"}
     if not isinstance(ep, torch.export.ExportedProgram):
         return {"type": type(ep).__name__}
     programs, outside = _delegates(ep.graph_module)
+    called = {str(n.target) for n in ep.graph.nodes if n.op in ("call_module", "get_attr")}
+    leftover = sorted(name for name, _ in ep.graph_module.named_children() if name not in called)
     seen = {"type": "ExportedProgram", "programs": programs, "outside": outside, "signature": _signature(ep),
+            "leftover_submodules": leftover,
             "outputs": _run(ep, recipe, batches)}
     if state_seed is not None:
         seen["outputs_new_state"] = _run(ep, recipe, batches, new_state(recipe, state_seed))

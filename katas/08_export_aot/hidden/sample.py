@@ -31,7 +31,7 @@ def _line(node: torch.fx.Node) -> str:
 
 def _lowered(module, recipe: str) -> str:
     with quiet():
-        ep = module.lower(probes.build(recipe), (probes.example(recipe),))
+        ep = module.lower(probes.build(recipe), probes.inputs(recipe))
     sig = ep.graph_signature
     lines = [_line(n) for n in ep.graph.nodes if n.op == "call_function"]
     lines.append(f"parameters {list(sig.parameters)}, buffers {list(sig.buffers)}, outputs {list(sig.user_outputs)}")
@@ -82,7 +82,7 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
         for module in (attempt, reference):
             def draw(module=module):
                 with quiet():
-                    ep = module.lower(probes.build(recipe), (probes.example(recipe),))
+                    ep = module.lower(probes.build(recipe), probes.inputs(recipe))
                 return flattened_partitions(_as_partitions(ep.graph_module), "lower()",
                                             is_partition=lambda target, sub: target.startswith("npu_program_"))
             sides.append(picture_or_failure(draw))

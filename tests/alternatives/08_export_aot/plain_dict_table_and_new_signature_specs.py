@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import inspect
 import operator
 
 import torch
@@ -20,7 +21,7 @@ from torch.export.graph_signature import InputSpec, OutputSpec, TensorArgument
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
-from katas.common.npu import NPU_DTYPES, NPU_OPS
+from katas.common.npu import KERNELS, NPU_DTYPES, NPU_OPS
 from katas.common.npu_aot import pack
 
 aten = torch.ops.aten
@@ -43,8 +44,7 @@ def export_for_npu(model, example_inputs) -> ExportedProgram:
 
 def _removable(node) -> bool:
     if node.target in (aten.alias.default, aten.clone.default):
-        return node.kwargs.get("memory_format", torch.preserve_format) in (torch.preserve_format,
-                                                                          torch.contiguous_format)
+        return node.kwargs.get("memory_format", torch.preserve_format) is torch.preserve_format
     if node.target is aten.slice.Tensor:
         x, dim = node.args[0], node.args[1] if len(node.args) > 1 else 0
         start = node.args[2] if len(node.args) > 2 else None
@@ -68,6 +68,8 @@ def legalise(gm) -> int:
     for node in [n for n in gm.graph.nodes if n.op == "call_function"]:
         if not isinstance(node.target, torch._ops.OpOverload) or _op_name(node.target) not in _VIEWS:
             continue
+        if node.target is aten.view.dtype:
+            continue  # the bytes seen as another dtype: not a reshape
         shape = node.meta["val"].shape
         symbolic = [i for i, s in enumerate(shape) if not isinstance(s, int)]
         if len(symbolic) > 1:
@@ -89,6 +91,9 @@ def is_npu_node(node) -> bool:
         return False
     if _op_name(node.target) not in NPU_OPS:
         return False
+    kernel_takes = inspect.signature(KERNELS[_op_name(node.target)]).parameters
+    if any(argument.name not in kernel_takes for argument in node.target._schema.arguments):
+        return False  # view.dtype, mm.dtype, addmm.dtype: named like an NPU op, no NPU kernel
     values = [a.meta.get("val") for a in node.all_input_nodes]
     out = node.meta.get("val")
     values += list(out) if isinstance(out, (list, tuple)) else [out]
