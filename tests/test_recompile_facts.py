@@ -72,6 +72,46 @@ def test_module_state_suspects_recompile_every_call_until_the_limit(suspect, gua
     assert any(guard in t for t in guard_failures()), guard_failures()
 
 
+def test_a_float_attribute_of_a_module_is_guarded_until_it_changes_then_an_input():
+    """The guard table's row for a float attribute: its value, until it changes once; then an input."""
+
+    class Scale(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = 0.5
+
+        def forward(self, x):
+            return x * self.scale
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append([node.name for node in gm.graph.nodes if node.op == "placeholder"])
+        return gm
+
+    module = Scale()
+    compiled = torch.compile(module, backend=backend)
+    for step in range(6):
+        module.scale = 0.5 + step / 10
+        assert torch.equal(compiled(torch.ones(2)), torch.full((2,), module.scale))
+    assert len(graphs) == 2
+    assert graphs[0] == ["l_x_"] and "l_self_scale" in graphs[1], graphs
+    assert any(t.split(":", 1)[1].split("#")[0].strip() == "self.scale == 0.5" for t in guard_failures()), \
+        guard_failures()
+
+
+def test_size_0_is_never_symbolic_and_a_symbolic_size_refuses_it():
+    assert outcomes([(2, 4), (3, 4), (0, 4), (0, 4), (5, 4)], None) == [
+        ("compile", ()), ("compile", ("x.0",)), ("compile", ()), ("reuse", ()), ("reuse", ())]
+    assert outcomes([(0, 4), (0, 6), (3, 0)], True) == [
+        ("compile", ("n", "x.1")), ("reuse", ()), ("compile", ("n", "x.0"))]
+
+
+def test_the_memory_of_changed_inputs_is_per_frame_not_per_dtype():
+    assert outcomes([(2, 4), (3, 4), ((3, 4), 1, "float16"), ((5, 4), 1, "float16")], None) == [
+        ("compile", ()), ("compile", ("x.0",)), ("compile", ("x.0",)), ("reuse", ())]
+
+
 def test_rowwise_loop_traces_a_graph_per_batch_size():
     counter = CompileCounter()
     compiled = torch.compile(suspects.rowwise_normalize, backend=counter)

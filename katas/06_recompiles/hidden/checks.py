@@ -109,8 +109,23 @@ def _reasons(seen: Seen) -> str:
     return f"\nDynamo's guard failures on this call (TORCH_LOGS=recompiles shows the same):\n{shown}{more}"
 
 
+def _rule_broken(mine: str, dynamo: str, lesson: str) -> str:
+    """The lesson sentence for the first difference: a compile against a reuse is about which graph accepts a call
+    (rules 1 and 2), one side eager about the recompile limit (rule 1); two compiles that keep different inputs
+    symbolic are about what the check tests (`lesson`)."""
+    kinds = {mine, dynamo}
+    if not kinds <= {"compile", "reuse", "eager"}:
+        return f"An Outcome's kind is 'compile', 'reuse' or 'eager' (README.md, 'Predict'), not {mine!r}."
+    if "eager" in kinds and "reuse" not in kinds:
+        return LIMIT
+    if kinds != {"compile"}:
+        return ACCEPTING
+    return lesson
+
+
 def compare_predictions(ctx, calls: Sequence[tuple], dynamic: bool | None, lesson: str) -> None:
-    """The attempt's predict() against what Dynamo did, call by call; the message names the first difference."""
+    """The attempt's predict() against what Dynamo did, call by call; the message names the first difference and
+    the rule it breaks: `lesson` when both compiled a graph, rules 1 and 2 when only one side did."""
     got = ctx.probe(probes.predictions, [tuple(c) for c in calls], dynamic)
     truth = measure(calls, dynamic)
     listing = ", ".join(call_text(c) for c in calls)
@@ -130,7 +145,7 @@ def compare_predictions(ctx, calls: Sequence[tuple], dynamic: bool | None, lesso
             raise CheckFailed(
                 f"{head}\n" + (f"{done}\n" if done else "")
                 + f"call {index}: {call_text(calls[index - 1])}: you predicted {_shown(*mine)}; Dynamo did "
-                f"{_shown(seen.kind, seen.symbolic)}.{_reasons(seen)}\n{lesson}"
+                f"{_shown(seen.kind, seen.symbolic)}.{_reasons(seen)}\n{_rule_broken(mine[0], seen.kind, lesson)}"
                 + ("\nYour predict() called torch.compile. The checks run it with torch.compile forced to run eagerly "
                    "(set_stance('force_eager')): a prediction comes from the rules, not from Dynamo."
                    if got.get("called_torch_compile") else ""))
@@ -141,6 +156,18 @@ AUTOMATIC = ("README.md, 'Predict': with dynamic=None the first graph is static;
              "exactly the inputs whose value has changed since the first call, except sizes 0 and 1.")
 DYNAMIC = ("README.md, 'Predict': with dynamic=True every input is symbolic from the first call, except sizes 0 "
            "and 1; equal sizes share a symbol unless a recompile has already seen them differ.")
+ACCEPTING = ("README.md, 'Predict', rules 1 and 2: a call is served by any cached graph that accepts it: the same "
+             "dtype and rank, each static size and static n equal, each symbolic size at least 2 (never 0 or 1), "
+             "any value of a symbolic n. Only when no cached graph accepts it is a new graph compiled.")
+LIMIT = ("README.md, 'Predict', rule 1: a new graph is compiled only while fewer than 8 are cached; then a call "
+         "no cached graph accepts runs eagerly.")
+ZERO_ONE = ("README.md, 'Predict', rule 3: sizes 0 and 1 are never symbolic: a dimension of size 0 or 1 in the call "
+            "being compiled is static in that graph, whatever the setting.")
+DTYPE = ("README.md, 'Predict', rule 5: Dynamo remembers the values per frame, not per dtype: a recompile caused "
+         "only by a dtype change makes nothing new symbolic, and an input that changed before, under any dtype, "
+         "stays symbolic in every later graph.")
+RANK = ("README.md, 'Predict', rule 5: a change of rank changes every dimension of x at once: from then on every "
+        "dimension of x is symbolic (except sizes 0 and 1), each with a symbol of its own.")
 
 
 def calls_of(*items) -> list[tuple]:
@@ -152,13 +179,13 @@ def calls_of(*items) -> list[tuple]:
     return out
 
 
-SIZES = st.integers(min_value=1, max_value=5)
+SIZES = st.integers(min_value=0, max_value=5)  # 0 and 1: rule 3; 2: the smallest symbolic size
 
 
 @st.composite
 def call_sequences(draw, max_calls: int = 10) -> list[tuple]:
     """Calls of scaled_relu varying along every input axis the lesson's rules name: x of rank 1 to 3 with sizes
-    1..5 (a sequence keeps its rank, as a model's input does, or changes it now and then: rule 5's rank change),
+    0..5 (a sequence keeps its rank, as a model's input does, or changes it now and then: rule 5's rank change),
     n in 0..3, float32 or float16. Shrinks toward short sequences of small, equal, float32 calls of one rank."""
     rank = draw(st.integers(min_value=1, max_value=3))
     calls = []
@@ -215,10 +242,11 @@ def changed_size_becomes_symbolic(ctx):
 
 @CHECKS.check(stage="automatic", weight=2)
 def sizes_0_and_1_stay_static(ctx):
-    """dynamic=None: a size of 1 never becomes symbolic, so it gets a graph of its own; 2 is a symbolic size"""
-    calls = calls_of((2, 4), (3, 4), (1, 4), (1, 4), (5, 4))
-    compare_predictions(ctx, calls, None, AUTOMATIC)
-    compare_predictions(ctx, calls_of((3, 4), (4, 4), (2, 4), (1, 4)), None, AUTOMATIC)
+    """a size of 0 or 1 never becomes symbolic, so it gets a graph of its own; 2 is a symbolic size"""
+    compare_predictions(ctx, calls_of((2, 4), (3, 4), (1, 4), (1, 4), (5, 4)), None, ZERO_ONE)
+    compare_predictions(ctx, calls_of((3, 4), (4, 4), (2, 4), (1, 4)), None, ZERO_ONE)
+    compare_predictions(ctx, calls_of((2, 4), (3, 4), (0, 4), (0, 4), (5, 4)), None, ZERO_ONE)
+    compare_predictions(ctx, calls_of((0, 4), (0, 6), (3, 0), (4, 4)), True, ZERO_ONE)
 
 
 @CHECKS.check(stage="automatic", weight=2)
@@ -230,16 +258,18 @@ def changed_int_becomes_symbolic(ctx):
 
 @CHECKS.check(stage="automatic", weight=1)
 def dtype_change_compiles_again(ctx):
-    """dynamic=None: a new dtype is a new graph, symbolic where sizes have changed before"""
+    """dynamic=None: a new dtype is a new graph, symbolic where sizes have changed before, under any dtype"""
     calls = calls_of((2, 4), ((2, 4), 1, "float16"), ((3, 4), 1, "float16"), (3, 4), (5, 4))
-    compare_predictions(ctx, calls, None, AUTOMATIC)
+    compare_predictions(ctx, calls, None, DTYPE)
+    calls = calls_of((2, 4), (3, 4), ((3, 4), 1, "float16"), ((5, 4), 1, "float16"))
+    compare_predictions(ctx, calls, None, DTYPE)
 
 
 @CHECKS.check(stage="automatic", weight=2)
 def changed_rank_makes_every_dimension_symbolic(ctx):
     """dynamic=None: once x's rank changes, every dimension of x is symbolic in every later graph"""
-    compare_predictions(ctx, calls_of((2, 4), (2, 4, 5), (2, 4, 6), (2, 5)), None, AUTOMATIC)
-    compare_predictions(ctx, calls_of((3,), (3, 3), (4, 5), (2, 4, 1)), None, AUTOMATIC)
+    compare_predictions(ctx, calls_of((2, 4), (2, 4, 5), (2, 4, 6), (2, 5)), None, RANK)
+    compare_predictions(ctx, calls_of((3,), (3, 3), (4, 5), (2, 4, 1)), None, RANK)
 
 
 @CHECKS.check(stage="automatic", weight=3)
@@ -289,64 +319,117 @@ class FixSpec:
     suspect: str       # the suspect it replaces
     shapes: tuple      # the input shape of each call, in order
     why: str           # what made the suspect recompile
+    answer: str        # what the suspect answers, for a message about a wrong answer
 
 
 FIXES = {
     "FixedDecayingHead": FixSpec("FixedDecayingHead", "DecayingHead", ((2, 4),) * 12,
-                                 "Dynamo guards on the value of the Python int self.calls"),
+                                 "Dynamo guards on the value of the Python int self.calls",
+                                 "call k of an instance returns proj(x) * rate ** k"),
     "FixedRunningMean": FixSpec("FixedRunningMean", "RunningMean", ((2, 4),) * 12,
-                                "Dynamo guards on the length of the Python list self.seen"),
+                                "Dynamo guards on the length of the Python list self.seen",
+                                "call k of an instance returns the mean of that instance's k inputs"),
     "fixed_rowwise_normalize": FixSpec("fixed_rowwise_normalize", "rowwise_normalize",
                                        tuple((b, 4) for b in (1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 2, 12)),
-                                       "range(x.shape[0]) turns the batch size into a Python loop count"),
+                                       "range(x.shape[0]) turns the batch size into a Python loop count",
+                                       "each row is divided by its own norm, floored at 1e-6"),
 }
 
+# A row's norm by decade, 1e-9 to 10 (-10 stands for a row of zeros): the 1e-6 floor decides rows of norm 0 and
+# below 1e-6, a floor put on the squared norm instead (1e-3 on the norm) rows up to 1e-3. Shrinks toward norm 1.
+ROW_NORM_DECADES = st.integers(min_value=-10, max_value=1)
 
-def _inputs(spec: FixSpec, seed: int) -> list[torch.Tensor]:
-    """Random inputs of the spec's shapes; the fourth call's first row is zeros (a norm the 1e-6 floor decides)."""
+
+def row_norms(shapes: Sequence[tuple]) -> st.SearchStrategy:
+    """The norm of every row of every call of `shapes`: 0, tiny (1e-9 to 1e-4) or ordinary (1e-3 to 10)."""
+    return st.tuples(*[st.lists(ROW_NORM_DECADES.map(lambda e: 0.0 if e == -10 else 10.0 ** e),
+                                min_size=shape[0], max_size=shape[0]).map(tuple) for shape in shapes])
+
+
+@st.composite
+def instance_schedules(draw, max_calls: int = 12) -> tuple[int, ...]:
+    """Which of two instances of a module fix serves each call, in order (0 or 1); each serves at least once.
+    Shrinks toward (0, 1): one call each."""
+    calls = draw(st.lists(st.integers(min_value=0, max_value=1), min_size=1, max_size=max_calls - 1))
+    return (*calls, 1 - calls[-1])
+
+
+def _inputs(spec: FixSpec, seed: int, norms: Sequence[Sequence[float]] | None = None) -> list[torch.Tensor]:
+    """Random inputs of the spec's shapes. Without `norms`, the fourth call's first row is zeros; with them, each
+    row is scaled to its norm."""
     generator = torch.Generator().manual_seed(seed)
     inputs = [torch.randn(*shape, generator=generator) for shape in spec.shapes]
-    inputs[3][0] = 0.0
-    return inputs
+    if norms is None:
+        inputs[3][0] = 0.0
+        return inputs
+    return [x / torch.linalg.vector_norm(x, dim=1, keepdim=True) * torch.tensor(n).unsqueeze(1)
+            for x, n in zip(inputs, norms)]
+
+
+def _suspect_instance(spec: FixSpec, seed: int):
+    """The suspect, eager: a module built under `seed`, in eval mode, with its parameters; or the function."""
+    suspect = getattr(suspects, spec.suspect)
+    if not isinstance(suspect, type):
+        return suspect, None
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        suspect = suspect()
+    return suspect.eval(), {k: v.detach().clone() for k, v in suspect.state_dict().items()}
 
 
 def _eager_outputs(spec: FixSpec, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], dict | None]:
-    suspect = getattr(suspects, spec.suspect)
-    state = None
-    if isinstance(suspect, type):
-        with torch.random.fork_rng():
-            torch.manual_seed(6)
-            suspect = suspect()
-        state = {k: v.detach().clone() for k, v in suspect.state_dict().items()}
-        suspect.eval()
+    suspect, state = _suspect_instance(spec, 6)
     with torch.no_grad():
         return [suspect(x.clone()) for x in inputs], state
 
 
-def check_fix(ctx, spec: FixSpec) -> None:
-    inputs = _inputs(spec, ctx.seed)
-    expected, state = _eager_outputs(spec, inputs)
-    seen = ctx.probe(probes.run_fix, spec.name, inputs, state)
-    where = (f"torch.compile({spec.name}, fullgraph=True) called {len(inputs)} times on inputs of shape "
-             + ", ".join(str(s) for s in dict.fromkeys(spec.shapes)))
+def _first_wrong_row(x: torch.Tensor, got: torch.Tensor, want: torch.Tensor) -> str:
+    """Where an answer differs first, row by row, with that input row's norm; "" when the shapes differ."""
+    if not (isinstance(got, torch.Tensor) and got.shape == want.shape == x.shape and x.dim() == 2):
+        return ""
+    for row in range(x.shape[0]):
+        if not torch.allclose(got[row], want[row], rtol=1e-5, atol=1e-6):
+            return (f"\nFirst row that differs: row {row}, whose input has norm "
+                    f"{torch.linalg.vector_norm(x[row]).item():.3g}: expected {want[row].tolist()}, got "
+                    f"{got[row].tolist()}.")
+    return ""
+
+
+def _expect_calls(where: str, spec: FixSpec, seen: dict, inputs: list[torch.Tensor], expected: list[torch.Tensor],
+                  label=lambda index: f"call {index}", why_wrong: str = "", by_row: bool = False) -> None:
+    """Every call ran in a compiled graph, without error, and gave the suspect's answer (`by_row`: the message
+    also shows the first row that differs, with its input's norm)."""
     expect(not seen["missing_parameters"],
            f"{spec.name} has no parameter named {', '.join(seen['missing_parameters'])}: keep the suspect's "
            f"parameters and their names, so that its weights load into your fix.")
-    compiled = 0
-    for index, (call, want) in enumerate(zip(seen["calls"], expected), start=1):
-        compiled += call["compiled"]
+    for index, (call, x, want) in enumerate(zip(seen["calls"], inputs, expected), start=1):
         if call["error"]:
-            raise CheckFailed(f"{where}: call {index} failed under fullgraph=True: {call['error']}\n"
+            raise CheckFailed(f"{where}: {label(index)} failed under fullgraph=True: {call['error']}\n"
                               f"A fix keeps the whole forward in one graph, with no graph break, and stays under "
                               f"the recompile limit. README.md, 'Fix'.")
         expect(call["in_graph"],
-               f"{where}: call {index} ran eagerly: no compiled graph ran it (torch.compiler.disable, or a frame "
+               f"{where}: {label(index)} ran eagerly: no compiled graph ran it (torch.compiler.disable, or a frame "
                f"Dynamo skipped). The fix must run in a compiled graph on every call. README.md, 'Fix'.")
         try:
             torch.testing.assert_close(call["output"], want, rtol=1e-5, atol=1e-6)
         except AssertionError as exc:
-            raise CheckFailed(f"{where}: call {index} returned a different answer from suspects.{spec.suspect} "
-                              f"on the same calls:\n{str(exc).strip()}") from None
+            raise CheckFailed(f"{where}: {label(index)} returned a different answer from suspects.{spec.suspect} "
+                              f"on the same calls ({spec.answer}):\n{str(exc).strip()}"
+                              f"{_first_wrong_row(x, call['output'], want) if by_row else ''}{why_wrong}") from None
+
+
+def check_fix(ctx, spec: FixSpec, norms: Sequence[Sequence[float]] | None = None) -> None:
+    inputs = _inputs(spec, ctx.seed, norms)
+    expected, state = _eager_outputs(spec, inputs)
+    seen = ctx.probe(probes.run_fix, spec.name, inputs, state)
+    where = (f"torch.compile({spec.name}, fullgraph=True) called {len(inputs)} times on inputs of shape "
+             + ", ".join(str(s) for s in dict.fromkeys(spec.shapes))
+             + ("" if norms is None else ", rows of the norms listed below"))
+    _expect_calls(where, spec, seen, inputs, expected,
+                  why_wrong="" if norms is None else (
+                      "\nREADME.md, 'Fix': the floor is 1e-6 on each row's norm, not on its square (a floor of 1e-6 on "
+                      "the squared norm is 1e-3 on the norm). Look at the rows of norm 0 and of norm below 1e-3."),
+                  by_row=norms is not None)
     graphs = len(seen["graphs"])
     expect(graphs <= MAX_FIX_GRAPHS,
            f"{where}: Dynamo compiled {graphs} graphs; a fix compiles at most {MAX_FIX_GRAPHS}. In the suspect, "
@@ -367,10 +450,58 @@ def running_mean_stops_recompiling(ctx):
     check_fix(ctx, FIXES["FixedRunningMean"])
 
 
+def _describe_norms(norms) -> str:
+    spec = FIXES["fixed_rowwise_normalize"]
+    return "\n".join(f"  call {i} {shape}: row norms {', '.join(f'{n:g}' for n in row)}"
+                     for i, (shape, row) in enumerate(zip(spec.shapes, norms), start=1))
+
+
 @CHECKS.check(stage="fix", weight=3)
 def rowwise_normalize_serves_every_batch(ctx):
-    """fixed_rowwise_normalize: batch sizes 1 to 12, at most 2 graphs, each call in a graph, the suspect's outputs"""
-    check_fix(ctx, FIXES["fixed_rowwise_normalize"])
+    """fixed_rowwise_normalize: batch sizes 1 to 12, rows of norm 0 to 10: at most 2 graphs, the suspect's outputs"""
+    spec = FIXES["fixed_rowwise_normalize"]
+    fuzz(ctx, row_norms(spec.shapes), lambda norms: check_fix(ctx, spec, norms), describe=_describe_norms,
+         max_examples=3 if not ctx.deep else 8)
+
+
+MODULE_FIXES = ("FixedDecayingHead", "FixedRunningMean")
+
+
+def _describe_schedule(schedule: Sequence[int]) -> str:
+    return f"  instances A and B, called in the order {' '.join('AB'[i] for i in schedule)}"
+
+
+def check_instances(ctx, spec: FixSpec, schedule: Sequence[int]) -> None:
+    """Two instances of a module fix, with the weights of two suspect instances (seeds 6 and 7), each compiled
+    with fullgraph=True and called in the order `schedule`: each call answers as that instance's suspect would."""
+    made = [_suspect_instance(spec, seed) for seed in (6, 7)]
+    generator = torch.Generator().manual_seed(ctx.seed)
+    inputs = [torch.randn(*spec.shapes[0], generator=generator) for _ in schedule]
+    with torch.no_grad():
+        expected = [made[who][0](x.clone()) for who, x in zip(schedule, inputs)]
+    seen = ctx.probe(probes.run_fix_instances, spec.name, [state for _, state in made], list(schedule), inputs)
+    where = (f"two {spec.name} instances, A and B (other weights), each compiled with torch.compile(..., "
+             f"fullgraph=True), called in the order {' '.join('AB'[i] for i in schedule)} on x of shape "
+             f"{spec.shapes[0]}")
+
+    def label(index: int) -> str:
+        who = schedule[index - 1]
+        nth = schedule[:index].count(who)
+        return f"call {index} ({'AB'[who]}'s {({1: 'first', 2: 'second', 3: 'third'}).get(nth, f'{nth}th')})"
+
+    _expect_calls(where, spec, seen, inputs, expected, label,
+                  f"\nEach instance keeps its own state, as two {spec.suspect} do: in its own buffers, not in a "
+                  f"tensor at module level or on the class, which every instance shares. README.md, 'Fix'.")
+
+
+@CHECKS.check(stage="fix", weight=2)
+def each_instance_keeps_its_own_state(ctx):
+    """two instances of each module fix, calls interleaved: each answers as its own suspect instance would"""
+    def prop(schedule) -> None:
+        for name in MODULE_FIXES:
+            check_instances(ctx, FIXES[name], schedule)
+
+    fuzz(ctx, instance_schedules(), prop, describe=_describe_schedule, max_examples=2 if not ctx.deep else 6)
 
 
 # --- Part 3: buckets on the shape-static NPU ------------------------------------------------------------------

@@ -120,6 +120,25 @@ def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: d
     return {"calls": calls, "graphs": graphs, "missing_parameters": missing}
 
 
+def run_fix_instances(attempt: ModuleType, name: str, states: list[dict], schedule: list[int],
+                      inputs: list[torch.Tensor]) -> dict:
+    """One instance of the module fix `name` per state in `states` (built and given that state as run_fix does),
+    each compiled with torch.compile(fullgraph=True) and one recording backend they share, after
+    torch._dynamo.reset(); call k goes to instance schedule[k] with inputs[k], under no_grad. Per call, as run_fix."""
+    torch._dynamo.reset()
+    built = [build_fix(attempt, name, state) for state in states]
+    graphs: list[dict] = []
+    ran: list[int] = []
+    backend = recording_backend(graphs, ran, _ops)
+    compiled = [torch.compile(fix, backend=backend, fullgraph=True) for fix, _ in built]
+    calls: list[dict] = []
+    with torch._dynamo.config.patch(DEFAULT_CACHE_CONFIG):
+        for who, x in zip(schedule, inputs):
+            if not _call_fix(compiled[who], x, graphs, ran, calls):
+                break
+    return {"calls": calls, "graphs": graphs, "missing_parameters": built[0][1] if built else []}
+
+
 def _call_fix(compiled: Callable, x: torch.Tensor, graphs: list, ran: list, calls: list) -> bool:
     """One call of a compiled fix, noted in `calls`; False when it failed."""
     before_graphs, before_ran = len(graphs), len(ran)

@@ -6,6 +6,6 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('random_calls_static', 'recompile_limit_then_eager')
+KILLED_BY = ('random_calls_automatic', 'random_calls_dynamic', 'random_calls_static', 'recompile_limit_then_eager')
 
 _ref.RECOMPILE_LIMIT = 10**6
