@@ -263,7 +263,7 @@ def _quantized(ctx, recipe, calibration_scale: float | tuple = probes.INPUT_SCAL
 @CHECKS.check(stage="calibrate", weight=3)
 def quantized_model_tracks_eager(ctx):
     "quantize_for_npu: a graph of quantize/dequantize patterns, on any batch size, within 20 dB SQNR of eager"
-    for recipe in ("mlp", "gelu_norm", "residual"):
+    for recipe in ("mlp", "gelu_norm", "residual", "dropout"):
         seen = _quantized(ctx, recipe)
         qdq = [n for n in seen["nodes"] if n["target"].startswith(QDQ_PREFIX)]
         weights = len(weight_dequantizes(seen["nodes"]))
@@ -276,8 +276,11 @@ def quantized_model_tracks_eager(ctx):
                f"quantize_for_npu's graph of {model_text(recipe)} holds {len(qdq)} quantize/dequantize node(s), "
                f"{weights} of them dequantizing an int8 weight, for its {ZOO[recipe].linears} Linear layers: "
                f"{ops_text(seen['nodes'])}. {why}README.md, 'Step 2'.")
+        train = (f"The model was handed over in training mode (model.training is True; its Dropout is active "
+                 f"until .eval()): export model.eval(), or export records the dropout into the graph you quantize, "
+                 f"and every call drops other units. " if ZOO[recipe].train else "")
         expect_close_to_eager(recipe, seen["outputs"], what="quantize_for_npu's model",
-                              hint=f"Evaluated on batches of {', '.join(map(str, probes.EVAL_BATCHES))} rows "
+                              hint=f"{train}Evaluated on batches of {', '.join(map(str, probes.EVAL_BATCHES))} rows "
                                    f"(the example had {probes.EXAMPLE_BATCH}): export with a dynamic batch, and run "
                                    f"every calibration batch through the prepared model before convert_pt2e. "
                                    f"README.md, 'Step 2'.")
@@ -394,7 +397,20 @@ def _lowered(ctx, recipe, share_add: bool = True, weights: str = "symmetric", ac
     expect(seen["type"] == "GraphModule",
            f"lower_to_npu_int8 returned a {seen['type']}, not the GraphModule it was given, rewritten. "
            f"README.md, 'Step 3'.")
+    expect_in_place(recipe, seen)
     return seen
+
+
+def expect_in_place(recipe, seen: dict) -> None:
+    expect(seen["in_place"],
+           f"lower_to_npu_int8 returned another GraphModule than the one it was given (of {model_text(recipe)}): "
+           f"the module it was given still holds every dequantize -> op -> quantize pattern. Lower the converted "
+           f"module in place (edit its graph, recompile it) and return that same module. README.md, 'Step 3'.")
+
+
+def given_nodes(recipe, **variant) -> list[dict]:
+    """The spec's quantized graph of `recipe` with `variant`, described: what a lowering was given."""
+    return probes.describe_quantized(probes.spec_converted(recipe, **variant))
 
 
 def _lowered_variant(ctx, recipe, **variant) -> tuple[dict, dict]:  # noqa: D401
@@ -419,9 +435,9 @@ def expect_like_quantized(recipe, got: dict, want: dict, *, what: str, against: 
            f"README.md, 'Step 3'.")
 
 
-def lowerable_patterns(nodes: list[dict]) -> tuple[int, int, list[str]]:
-    """(linear patterns, add patterns, why each other linear or add of two tensors is not one) in a quantized graph,
-    by the lesson's guards. An add with an alpha is no pattern and needs no reason."""
+def lowerable_patterns(nodes: list[dict]) -> tuple[int, int, list[str], list[str]]:
+    """(linear patterns, add patterns, why each other linear or add of two tensors is not one, the patterns' op
+    names) in a quantized graph, by the lesson's guards. An add with an alpha is no pattern and needs no reason."""
     by_name = {n["name"]: n for n in nodes}
 
     def int8_dequantize(name) -> tuple | None:
@@ -434,7 +450,7 @@ def lowerable_patterns(nodes: list[dict]) -> tuple[int, int, list[str]]:
         users = [by_name.get(u, {"target": u}) for u in node["users"]]
         return len(users) == 1 and users[0]["target"] == QUANTIZE and users[0]["qparams"][2] == "int8"
 
-    linears, adds, refused = 0, 0, []
+    linears, adds, refused, accepted = 0, 0, [], []
     for node in nodes:
         why = None
         if node["target"] == "aten.linear.default":
@@ -456,6 +472,7 @@ def lowerable_patterns(nodes: list[dict]) -> tuple[int, int, list[str]]:
                             "reader")
             else:
                 linears += 1
+                accepted.append(node["name"])
         elif node["target"] in ADD_TARGETS and node["arg_ops"][:2] == ["call_function"] * 2 \
                 and node["kwargs"].get("alpha", 1) == 1:
             a, b = (int8_dequantize(x) for x in node["args"][:2])
@@ -467,13 +484,44 @@ def lowerable_patterns(nodes: list[dict]) -> tuple[int, int, list[str]]:
                 why = "it is not followed by one int8 quantize"
             else:
                 adds += 1
+                accepted.append(node["name"])
         elif node["target"] in ADD_TARGETS and len(node["arg_ops"]) > 1 and None not in node["arg_ops"][:2] \
                 and node["kwargs"].get("alpha", 1) == 1:
             why = "an input is not dequantized from int8 per tensor"
         if why:
             refused.append(f"{node['name']} ({node['target'].removeprefix('aten.')}): {why}")
-    return linears, adds, refused
+    return linears, adds, refused, accepted
 
+
+def not_patterns(given: list[dict]) -> list[str]:
+    """Every linear or add of a quantized graph that is no int8 pattern, with why (adds with alpha too)."""
+    reasons = list(lowerable_patterns(given)[2])
+    for node in given:
+        if node["target"] in ADD_TARGETS and node["kwargs"].get("alpha", 1) != 1:
+            reasons.append(f"{node['name']} ({node['target'].removeprefix('aten.')}): it has alpha="
+                           f"{node['kwargs']['alpha']} (torch.add(a, b, alpha=...)); the int8 add computes a + b, "
+                           f"with no alpha")
+    return reasons
+
+
+def count_problem(given: list[dict] | None, lowered: list[dict]) -> str:
+    """Which of the given graph's linears and adds the lowering took or left against the lesson's guards."""
+    if given is None:
+        return ""
+    names = {n["name"] for n in lowered}
+    accepted = lowerable_patterns(given)[3]
+    left = [n for n in accepted if n in names]
+    taken = [why for why in not_patterns(given) if why.split(" ", 1)[0] not in names]
+    text = ""
+    if left:
+        text += (f" Left in float though each is an int8 pattern of the graph it was given (int8 dequantize -> op "
+                 f"-> one int8 per-tensor quantize, weights int8 per output channel with zero points 0, an add's "
+                 f"inputs of one scale and zero point): {', '.join(left)}. A guard refused a pattern the lesson "
+                 f"lowers; a quantize with several readers is still one pattern (q.replace_all_uses_with moves "
+                 f"every reader to the int8 op).")
+    if taken:
+        text += f" Lowered though no int8 pattern: {'; '.join(taken[:3])}."
+    return text
 
 def expect_patterns_quantized(recipe, nodes: list[dict], linears: int, adds: int) -> None:
     """The attempt's quantized graph holds `linears` linear and `adds` add patterns by the lowering's guards: when
@@ -495,12 +543,15 @@ def expect_patterns_quantized(recipe, nodes: list[dict], linears: int, adds: int
         f"quantize_for_npu, not in lower_to_npu_int8.{hint}")
 
 
-def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what: str) -> None:
-    """The graph holds `linears` int8_linear and `adds` int8_add nodes, and running it launched exactly those."""
+def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what: str,
+                    given: list[dict] | None = None) -> None:
+    """The graph holds `linears` int8_linear and `adds` int8_add nodes, and running it launched exactly those.
+    `given`, the quantized graph the lowering was given, lets the message name the ops taken or left wrongly."""
     got = (count(nodes, probes.INT8_LINEAR), count(nodes, probes.INT8_ADD))
     expect(got == (linears, adds),
            f"{what} of {model_text(recipe)} holds {got[0]} int8_linear and {got[1]} int8_add node(s); its int8 "
-           f"patterns are {linears} linear(s) and {adds} add(s): {ops_text(nodes)}. README.md, 'Step 3'.")
+           f"patterns are {linears} linear(s) and {adds} add(s): {ops_text(nodes)}.{count_problem(given, nodes)} "
+           f"README.md, 'Step 3'.")
     refused = DEVICE.stats.compile_errors
     expect(not refused, f"the NPU refused {len(refused)} of the int8 ops in {what} of {model_text(recipe)}; the "
                         f"first: {refused[0] if refused else ''}. README.md, 'What the int8 unit runs'.")
@@ -512,14 +563,45 @@ def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what:
            f"Call torch.ops.kata.int8_linear / int8_add: they run on the NPU. {DEVICE.stats.summary()}")
 
 
+def expect_no_leftovers(recipe, nodes: list[dict], *, what: str) -> None:
+    """No node of the lowered graph is computed for nothing (no reader), and no int8 op reads codes requantized from
+    a dequantize: each would run on the CPU on every call."""
+    by_name = {n["name"]: n for n in nodes}
+    dead = [f"{n['name']} ({ops_text([n])})" for n in nodes if not n["users"]]
+    expect(not dead,
+           f"{what} of {model_text(recipe)} keeps {len(dead)} node(s) whose result nothing reads: "
+           f"{', '.join(dead[:6])}. Each still runs on the CPU on every call. After q.replace_all_uses_with(int8 op), "
+           f"erase the pattern's float nodes that nothing reads any more: the quantize, the op (and its relu), and "
+           f"the dequantize nodes that fed it, the weight's too. README.md, 'Step 3'.")
+    for node in nodes:
+        if node["target"] not in INT8_TARGETS:
+            continue
+        for arg in node["args"][:2 if node["target"] == probes.INT8_ADD else 1]:
+            source = by_name.get(arg) if isinstance(arg, str) else None
+            again = by_name.get(source["args"][0]) if source and source["target"] == QUANTIZE else None
+            expect(again is None or not again["target"].startswith(QDQ_PREFIX + "dequantize"),
+                   f"{node['name']} ({ops_text([node])}) in {what} of {model_text(recipe)} reads {arg}, a quantize "
+                   f"of {again['name'] if again else ''} ({ops_text([again]) if again else ''}): codes dequantized "
+                   f"and quantized again, the same codes after a round trip on the CPU on every call. The int8 op "
+                   f"reads the int8 tensor the dequantize read (x_dq.args[0]). README.md, 'Step 3'.")
+
+
 @CHECKS.check(stage="lower", weight=3)
 def every_int8_pattern_becomes_one_int8_op(ctx):
     "lower_to_npu_int8: each dq -> linear [-> relu] -> q and dq -> add -> q is one int8 op on the NPU; same numbers"
-    for recipe in ("mlp", "no_bias", "residual", "gelu_norm", "two_inputs"):
-        seen, want = _lowered_variant(ctx, recipe)
-        expect_like_given(recipe, seen, want)
+    # the weight range the lesson allows, either: [-127, 127] on every model, [-128, 127] on some (WEIGHT_RANGES)
+    cases = [(recipe, "symmetric") for recipe in ("mlp", "no_bias", "residual", "gelu_norm", "two_inputs")]
+    cases += [(recipe, "symmetric_full_range") for recipe in ("mlp", "two_inputs")]
+    for recipe, weights in cases:
+        seen, want = _lowered_variant(ctx, recipe, weights=weights)
+        full_range = (" Its weights are quantized symmetric on [-128, 127], which the lesson allows: the int8 unit "
+                      "reads any int8 code, so judge a weight by its dtype, axis and zero points, not its range."
+                      if weights == "symmetric_full_range" else "")
         expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds,
-                        what="lower_to_npu_int8's graph")
+                        what="lower_to_npu_int8's graph" + (" (weights on [-128, 127])" if full_range else ""),
+                        given=given_nodes(recipe, weights=weights))
+        expect_like_given(recipe, seen, want)
+        expect_no_leftovers(recipe, seen["nodes"], what="lower_to_npu_int8's graph")
         by_name = {n["name"]: n for n in seen["nodes"]}
         left = [n["name"] for n in seen["nodes"] if n["target"] in ("aten.linear.default", *ADD_TARGETS)
                 or (n["target"] in RELU_TARGETS and any(by_name.get(a, {}).get("target") == probes.INT8_LINEAR
@@ -543,7 +625,8 @@ def lowering_reads_each_number_from_its_own_node(ctx):
            f"tool or a person may not), so a number read from the wrong node shows. Read the input's (scale, "
            f"zero_point) from the dequantize that feeds the op (not from the quantize that made the value), and the "
            f"output's from the quantize that ends the pattern (not from a dequantize after it). README.md, 'Step 3'.")
-    expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds, what="lower_to_npu_int8's graph")
+    expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds, what="lower_to_npu_int8's graph",
+                    given=given_nodes(recipe, edit=edit))
 
 
 @CHECKS.check(stage="lower", weight=2)
@@ -558,8 +641,22 @@ def add_of_two_scales_stays_float(ctx):
                f"int8 add takes one scale and zero point for both: with either one, the other input is read wrong. "
                f"Lower an add only when both dequantize nodes carry the same (scale, zero_point); otherwise leave "
                f"the float add between them. README.md, 'The add'.")
+        expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, 0, what="lower_to_npu_int8's graph",
+                        given=given_nodes(recipe, share_add=False))
         expect_like_given(recipe, seen, want)
-        expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, 0, what="lower_to_npu_int8's graph")
+    # the add's two dequantize nodes differ a little: in the zero point alone, or in the scale by 0.5 % (GUARD_EDITS)
+    for recipe in ("residual", "reused_linear"):
+        for edit in [e for e in probes.GUARD_EDITS if e.startswith("an add's")]:
+            seen, want = _lowered_variant(ctx, recipe, edit=edit)
+            adds = count(seen["nodes"], probes.INT8_ADD)
+            expect(adds == 0,
+                   f"lower_to_npu_int8 lowered the add of {model_text(recipe)} to int8_add, but in this graph "
+                   f"{edit}: its two inputs are dequantized with different (scale, zero_point). The int8 add reads "
+                   f"both with one, so the second input would be read wrong. Compare both numbers, exactly: a zero "
+                   f"point off by a few codes, or a scale off by 0.5 %, is another dequantize. README.md, 'Step 3'.")
+            expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, 0, what="lower_to_npu_int8's graph",
+                            given=given_nodes(recipe, edit=edit))
+            expect_like_given(recipe, seen, want)
 
 
 @CHECKS.check(stage="lower", weight=1)
@@ -594,13 +691,28 @@ def patterns_of_other_kinds_stay_float(ctx):
          "so fused, the float linear would stay for that reader and the linear would be computed twice: a relu "
          "rides only on a linear it is the only user of"),
     )
-    for recipe, activations, linears, adds, what in cases:
-        seen, want = _lowered_variant(ctx, recipe, activations=activations)
+    # one value's quantize (and its dequantize nodes) of another dtype, the first or the last pattern's (GUARD_EDITS)
+    uint8 = ("the quantize ending a pattern and the dequantize nodes reading it are uint8 (the first or last "
+             "pattern's output here): that pattern writes uint8, and the one reading it reads uint8; the int8 ops "
+             "read and write int8, so check the dtype of the quantize ending a pattern too, not only of the "
+             "dequantize nodes feeding it")
+    cases += (("mlp", "the first pattern's output quantized to uint8", None, None, uint8),
+              ("residual", "the first pattern's output quantized to uint8", None, None, uint8),
+              ("mlp", "the last pattern's output quantized to uint8", None, None, uint8))
+    for recipe, variant, linears, adds, what in cases:
+        kwargs = {"edit": variant} if variant in probes.GUARD_EDITS else {"activations": variant}
+        seen, want = _lowered_variant(ctx, recipe, **kwargs)
+        given = given_nodes(recipe, **kwargs)
+        if linears is None:
+            linears, adds = lowerable_patterns(given)[:2]
         got = (count(seen["nodes"], probes.INT8_LINEAR), count(seen["nodes"], probes.INT8_ADD))
+        fewer = got[0] < linears or got[1] < adds
         expect(got == (linears, adds),
                f"lower_to_npu_int8 made {got[0]} int8_linear and {got[1]} int8_add node(s) of {model_text(recipe)}; "
-               f"{linears} int8_linear and {adds} int8_add were right: {what}. Leave such a pattern in float. "
-               f"README.md, 'Step 3'.")
+               f"{linears} int8_linear and {adds} int8_add were right"
+               + (f".{count_problem(given, seen['nodes'])}" if fewer else
+                  f": {what}. Leave such a pattern in float.{count_problem(given, seen['nodes'])}")
+               + " README.md, 'Step 3'.")
         expect_like_given(recipe, seen, want)
 
 
@@ -614,11 +726,13 @@ def every_linear_and_add_runs_int8_on_the_npu(ctx):
         seen = ctx.probe(probes.quantized_and_lowered, recipe)
         expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}, "
                                               f"not a GraphModule. README.md, 'Step 4'.")
-        expect_like_quantized(recipe, seen["outputs"], seen["quantized_outputs"], what="lower_to_npu_int8's graph",
-                              against="your quantized graph")
+        expect_in_place(recipe, seen)
         expect_patterns_quantized(recipe, seen["quantized_nodes"], ZOO[recipe].linears, ZOO[recipe].adds)
         expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds,
-                        what="your quantized and lowered graph")
+                        what="your quantized and lowered graph", given=seen["quantized_nodes"])
+        expect_like_quantized(recipe, seen["outputs"], seen["quantized_outputs"], what="lower_to_npu_int8's graph",
+                              against="your quantized graph")
+        expect_no_leftovers(recipe, seen["nodes"], what="your quantized and lowered graph")
         expect_close_to_eager(recipe, seen["outputs"], what="your quantized and lowered model",
                               hint="README.md, 'Step 4'.")
 
@@ -689,10 +803,13 @@ def random_mlps_run_int8_on_the_npu(ctx):
         seen = ctx.probe(probes.quantized_and_lowered, program)
         expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}.")
         linears, adds = probes.program_counts(program)
+        expect_in_place(program, seen)
+        expect_patterns_quantized(program, seen["quantized_nodes"], linears, adds)
+        expect_launches(program, seen["nodes"], linears, adds, what="your quantized and lowered graph",
+                        given=seen["quantized_nodes"])
         expect_like_quantized(program, seen["outputs"], seen["quantized_outputs"], what="lower_to_npu_int8's graph",
                               against="your quantized graph")
-        expect_patterns_quantized(program, seen["quantized_nodes"], linears, adds)
-        expect_launches(program, seen["nodes"], linears, adds, what="your quantized and lowered graph")
+        expect_no_leftovers(program, seen["nodes"], what="your quantized and lowered graph")
 
     fuzz(ctx, int8_programs(), prop, describe=lambda program: model_text(program) + "  (inputs: randn * 3, any batch)",
          max_examples=max(4, ctx.max_examples // 3))

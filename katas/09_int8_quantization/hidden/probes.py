@@ -163,6 +163,7 @@ class Recipe:
     linears: int
     adds: int = 0  # adds of two tensors: each is one int8_add when its inputs share one scale
     inputs: int = 1
+    train: bool = False  # handed to quantize_for_npu in training mode (its Dropout active), as a caller may
 
 
 ZOO: dict[str, Recipe] = {
@@ -178,6 +179,8 @@ ZOO: dict[str, Recipe] = {
                                       "alpha=2.0))", 3, 0),
     "skewed": Recipe(skewed, "Linear with two rows 100x the rest -> ReLU -> Linear", 2),
     "doubled": Recipe(Doubled, "z = fc1(x); fc2(z + z)", 2, 1),
+    "dropout": Recipe(lambda: nn.Sequential(nn.Linear(16, 32), nn.Dropout(0.5), nn.ReLU(), nn.Linear(32, 8)),
+                      "Linear -> Dropout(0.5) -> ReLU -> Linear, handed over in training mode", 2, train=True),
     "two_inputs": Recipe(TwoInputs, "forward(x, y): z = fc1(x); r = relu(z); g = fc2(y).relu_(); s = r + r; "
                                     "s += g; return fc3(s), z", 3, 2, 2),
 }
@@ -200,14 +203,16 @@ def is_program(recipe: Any) -> bool:
 
 
 def build(recipe: str | MLPSpec | tuple, seed: int = 0) -> nn.Module:
-    """The model of `recipe`, weights drawn from `seed`, in eval mode."""
+    """The model of `recipe`, weights drawn from `seed`, in eval mode (in training mode for a zoo recipe marked
+    `train`: what the caller of quantize_for_npu hands over; eager answers and the spec's graphs use eval)."""
     if isinstance(recipe, MLPSpec):
         return build_mlp(recipe)
     if is_program(recipe):
         return (OneInputProgram if recipe[1] == 1 else TwoInputProgram)(recipe).eval()
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return ZOO[recipe].build().eval()
+        model = ZOO[recipe].build()
+        return model.train() if ZOO[recipe].train else model.eval()
 
 
 def in_features(recipe: str | MLPSpec | tuple) -> int:
@@ -252,7 +257,7 @@ def evaluation(recipe: str | MLPSpec | tuple, batch: int) -> tuple[torch.Tensor,
 
 
 def eager(recipe: str | MLPSpec | tuple) -> dict[int, Any]:
-    model = build(recipe)
+    model = build(recipe).eval()
     with torch.no_grad():
         return {b: model(*evaluation(recipe, b)) for b in EVAL_BATCHES}
 
@@ -383,7 +388,7 @@ def spec_exported(recipe: str | MLPSpec) -> torch.fx.GraphModule:
     if recipe not in _SPEC_EXPORTS:
         dynamic = tuple({0: torch.export.Dim.AUTO} for _ in range(inputs_of(recipe)))
         with quiet():
-            exported = torch.export.export(build(recipe), example(recipe), dynamic_shapes=dynamic)
+            exported = torch.export.export(build(recipe).eval(), example(recipe), dynamic_shapes=dynamic)
         _SPEC_EXPORTS[recipe] = exported.module()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # copying an exported module's pytree specs warns of a deprecation
@@ -396,18 +401,24 @@ def _activation_spec(dtype: str = "int8") -> QuantizationSpec:
                             is_dynamic=False, observer_or_fake_quant_ctr=MinMaxObserver)
 
 
+# The weight ranges the lesson allows: symmetric on [-127, 127], or on every int8 code, [-128, 127].
+WEIGHT_RANGES = {"symmetric": -127, "symmetric_full_range": -128}
+
+
 def _weight_spec(scheme: str) -> QuantizationSpec:
-    """"symmetric" (the device's), "affine" (zero points), "input_channels" (a scale per column, ch_axis=1)."""
+    """"symmetric" (the device's, on [-127, 127]), "symmetric_full_range" (on [-128, 127]), "affine" (zero points),
+    "input_channels" (a scale per column, ch_axis=1)."""
     qscheme = torch.per_channel_affine if scheme == "affine" else torch.per_channel_symmetric
-    return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=qscheme,
+    return QuantizationSpec(dtype=torch.int8, quant_min=WEIGHT_RANGES.get(scheme, -127), quant_max=127,
+                            qscheme=qscheme,
                             ch_axis=1 if scheme == "input_channels" else 0, is_dynamic=False,
                             observer_or_fake_quant_ctr=PerChannelMinMaxObserver)
 
 
 class SpecQuantizer(Quantizer):
     """The lesson's rules, with switches for the graphs a lowering must leave alone or handle:
-    `share_add=False` quantizes an add's two inputs apart (so their scales differ); `weights="affine"` gives
-    weights zero points, `weights="input_channels"` a scale per column (ch_axis=1); `activations="uint8"`
+    `share_add=False` quantizes an add's two inputs apart (so their scales differ); `weights="symmetric_full_range"`
+    quantizes weights on [-128, 127] (the lesson allows it), `weights="affine"` gives weights zero points, `weights="input_channels"` a scale per column (ch_axis=1); `activations="uint8"`
     quantizes activations to uint8 (the x86 habit), `activations="float_output"` leaves float the output of the
     linear that makes the model's output, `activations="relu_past_a_second_reader"` lets a relu ride on its linear
     even when the linear has another reader (the single-user guard forgotten: a graph a lowering must not fuse).
@@ -474,6 +485,56 @@ def edit_dequantize_numbers(gm: torch.fx.GraphModule, scale_factor: float, zero_
     gm.recompile()
 
 
+def edit_add_second_input(gm: torch.fx.GraphModule, scale_factor: float, zero_point_shift: int) -> None:
+    """The second dequantize of every add of two distinct int8 dequantize nodes reads its codes with scale *
+    scale_factor and zero_point moved by the shift (the other way when that leaves the range): the add's two inputs
+    no longer share one (scale, zero_point), by as little as the edit says."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target not in TENSOR_ADDS:
+            continue
+        first, second = node.args[:2]
+        if not all(isinstance(a, torch.fx.Node) and a.target is DEQUANTIZE_PER_TENSOR for a in (first, second)) \
+                or first is second:
+            continue
+        if len(second.users) > 1:  # a dequantize read by another node too: edit a copy for the add alone
+            with gm.graph.inserting_after(second):
+                second = gm.graph.call_function(DEQUANTIZE_PER_TENSOR, second.args, dict(second.kwargs))
+            node.replace_input_with(node.args[1], second)
+        args = list(second.args)
+        args[1] = float(args[1]) * scale_factor
+        zero_point = int(args[2]) + zero_point_shift
+        args[2] = zero_point if args[3] <= zero_point <= args[4] else int(args[2]) - zero_point_shift
+        second.args = tuple(args)
+    gm.recompile()
+
+
+def retype_to_uint8(gm: torch.fx.GraphModule, which: str) -> None:
+    """The int8 quantize ending the first (`which="first"`) or the last (`"last"`) pattern of the graph, and the
+    dequantize nodes reading it, become uint8 (zero point + 128, range [0, 255]): the same numbers, another dtype,
+    as a graph another tool quantized value by value may hold. The pattern it ends, and those it feeds, are then
+    not the int8 unit's."""
+    ends = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is QUANTIZE_PER_TENSOR
+            and n.args[5] == torch.int8 and isinstance(n.args[0], torch.fx.Node)
+            and n.args[0].op == "call_function"]
+    q = ends[0] if which == "first" else ends[-1]
+    for node in (q, *[u for u in q.users if u.target is DEQUANTIZE_PER_TENSOR]):
+        args = list(node.args)
+        args[2], args[3], args[4], args[5] = int(args[2]) + 128, 0, 255, torch.uint8
+        node.args = tuple(args)
+    gm.recompile()
+
+
+# Edits of a converted graph that a lowering's guards must see (the int8 add reads ONE scale and zero point; the
+# int8 ops read and write int8 only): name -> (edit, its arguments). checks.py counts the patterns each edited graph
+# still holds by the lesson's guards.
+GUARD_EDITS = {
+    "an add's second dequantize: zero point moved by 4, scale kept": (edit_add_second_input, (1.0, 4)),
+    "an add's second dequantize: scale x1.005, zero point kept": (edit_add_second_input, (1.005, 0)),
+    "the first pattern's output quantized to uint8": (retype_to_uint8, ("first",)),
+    "the last pattern's output quantized to uint8": (retype_to_uint8, ("last",)),
+}
+
+
 def spec_converted(recipe: str | MLPSpec, share_add: bool = True, weights: str = "symmetric",
                    activations: str = "int8", edit: str = "none") -> torch.fx.GraphModule:
     """The recipe quantized by SpecQuantizer and calibrated on `calibration(recipe)`, then edited (EDITS): the graph
@@ -487,7 +548,10 @@ def spec_converted(recipe: str | MLPSpec, share_add: bool = True, weights: str =
                 for batch in calibration(recipe):
                     prepared(*batch)
             converted = convert_pt2e(prepared)
-        if EDITS[edit] is not None:
+        if edit in GUARD_EDITS:
+            function, arguments = GUARD_EDITS[edit]
+            function(converted, *arguments)
+        elif EDITS[edit] is not None:
             edit_dequantize_numbers(converted, *EDITS[edit])
         _SPEC_CONVERTED[key] = converted
     with warnings.catch_warnings():
@@ -610,11 +674,13 @@ def quantized(attempt: ModuleType, recipe: str | MLPSpec, calibration_scale: flo
 def lowered(attempt: ModuleType, recipe: str | MLPSpec, share_add: bool = True, weights: str = "symmetric",
             activations: str = "int8", edit: str = "none") -> dict:
     """lower_to_npu_int8 on the spec's quantized graph of `recipe`: what it returned, its nodes, its outputs."""
+    given = spec_converted(recipe, share_add, weights, activations, edit)
     with quiet():
-        result = attempt.lower_to_npu_int8(spec_converted(recipe, share_add, weights, activations, edit))
+        result = attempt.lower_to_npu_int8(given)
     if not isinstance(result, torch.fx.GraphModule):
         return {"type": type(result).__name__}
-    return {"type": "GraphModule", "nodes": describe_quantized(result), "outputs": run(result, recipe)}
+    return {"type": "GraphModule", "in_place": result is given, "nodes": describe_quantized(result),
+            "outputs": run(result, recipe)}
 
 
 def quantized_and_lowered(attempt: ModuleType, recipe: str | MLPSpec) -> dict:
@@ -630,8 +696,8 @@ def quantized_and_lowered(attempt: ModuleType, recipe: str | MLPSpec) -> dict:
         result = attempt.lower_to_npu_int8(converted)
     if not isinstance(result, torch.fx.GraphModule):
         return {"type": type(result).__name__}
-    return {"type": "GraphModule", "quantized_outputs": quantized_outputs, "quantized_nodes": quantized_nodes,
-            "nodes": describe_quantized(result), "outputs": run(result, recipe)}
+    return {"type": "GraphModule", "in_place": result is converted, "quantized_outputs": quantized_outputs,
+            "quantized_nodes": quantized_nodes, "nodes": describe_quantized(result), "outputs": run(result, recipe)}
 
 
 def sqnr_of(attempt: ModuleType, pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Any]:

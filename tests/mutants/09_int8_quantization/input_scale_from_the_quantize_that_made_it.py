@@ -5,7 +5,7 @@ feeds the op. convert_pt2e writes the same numbers on both, so only a graph whos
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('lowering_reads_each_number_from_its_own_node',)
+KILLED_BY = ('add_of_two_scales_stays_float', 'lowering_reads_each_number_from_its_own_node')
 
 _params = _ref._per_tensor_params
 

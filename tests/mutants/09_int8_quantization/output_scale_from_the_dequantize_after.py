@@ -5,7 +5,7 @@ whose dequantize carries other numbers shows that the int8 op then requantizes t
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('lowering_reads_each_number_from_its_own_node',)
+KILLED_BY = ('add_of_two_scales_stays_float', 'lowering_reads_each_number_from_its_own_node')
 
 _replace = _ref._replace
 _OUT = {_ref.INT8_LINEAR: 6, _ref.INT8_ADD: 4}  # where each op takes out_scale, out_zero_point
