@@ -5,6 +5,7 @@
 #   make diff N=1      your attempt next to the reference    make grade DIR=<folder of learners>  (mentors)
 #   make graph N=1     pictures of kata 1's graphs (HTML)    make gradescope    autograder.zip for Gradescope (mentors)
 #   make test          the repository's self-tests (what CI runs)   make bench   feedback-loop timings
+#   make real-models   the references on tiny transformers models: the README's "Real models" table
 #   make mutate N=3    kata authors: mutation testing of kata 3's checks, rewrites its hidden/mutation.toml
 #                      (no N: every kata, one after another; ARGS="--mutant ID" explains one mutant)
 # Extra checker options go in ARGS, e.g. make kata N=1 ARGS=--verbose
@@ -17,7 +18,7 @@ N ?= 1
 # `make restore` lists every kata's backups, and `make reset` refuses to guess which kata to reset.
 GIVEN_N = $(if $(filter file default undefined,$(origin N)),,$(N))
 
-.PHONY: setup kata test list clean-venv hint watch reset restore progress diff graph grade gradescope gradescope-check bench mutate
+.PHONY: setup kata test list clean-venv hint watch reset restore progress diff graph grade gradescope gradescope-check bench mutate real-models
 
 setup: $(STAMP)
 
@@ -25,7 +26,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "fx-katas: creating $(VENV) (first run only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "fx-katas: installing torch==2.13.0 and the checker into $(VENV) (about a minute, first run only)"
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray, grandalf, jsonschema, katas.common.pt2e" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
+	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray, grandalf, jsonschema, transformers, katas.common.pt2e" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
 	@touch $(STAMP)
 
 # The last lines of the output say pass/fail; make's own "Error 1" line would read like a crash to a newcomer,
@@ -79,6 +80,11 @@ mutate: $(STAMP)
 
 bench: $(STAMP)
 	@$(PY) tests/bench.py $(ARGS)
+
+# The references on tiny transformers models (katas/common/real_models.py): writes tests/real_models.json and the
+# README's table. About 10 minutes on 2 cores; tests/test_real_models.py says when it is out of date.
+real-models: $(STAMP)
+	@$(PY) tests/real_model_table.py --write $(ARGS)
 
 test: $(STAMP)
 	@tests/setup_system_packages.sh
