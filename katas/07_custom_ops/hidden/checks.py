@@ -52,6 +52,40 @@ def eager_linear_gelu(case: OpCase) -> dict:
     return {"out": out.detach(), "x": x.grad, "weight": weight.grad, "bias": None if bias is None else bias.grad}
 
 
+HALF_DTYPES = ("float16", "bfloat16")
+
+
+def float32_detour(case: OpCase) -> dict:
+    """What a float32 detour gives: the same output and gradients computed in float32, then cast to x's dtype."""
+    x, weight, bias = (None if t is None else t.float().requires_grad_() for t in case.tensors())
+    out = F.gelu(F.linear(x, weight, bias), approximate=case.approximate)
+    half = getattr(torch, case.dtype)
+    (out * probes._grad_weights(out.to(half)).float()).sum().backward()
+    return {name: None if t is None else t.to(half) for name, t in
+            (("out", out.detach()), ("x", x.grad), ("weight", weight.grad), ("bias", None if bias is None else bias.grad))}
+
+
+def expect_no_float32_detour(case: OpCase, got: torch.Tensor, want: torch.Tensor, detour: torch.Tensor,
+                             what: str) -> None:
+    """In half precision, where eager (in x's dtype) and a float32 detour round differently, `got` may not side
+    with the detour in most of those elements: a kernel that computes in float32 and casts back does. (A kernel
+    that computes in x's dtype in another order, e.g. its own GELU derivative, rounds its own way: it may match
+    neither, and passes.)"""
+    if case.dtype not in HALF_DTYPES or detour is None:
+        return
+    split = want != detour
+    total = int(split.sum())
+    if total < 4:  # too few to tell a detour from a kernel that rounds its own way
+        return
+    with_eager, with_detour = int((got == want)[split].sum()), int((got == detour)[split].sum())
+    expect(2 * with_detour <= total or with_detour <= with_eager,
+           f"{what} on {case.describe()}: in the {total} element(s) where computing in {case.dtype} and computing in "
+           f"float32 then casting back round differently, yours equals the float32 computation cast back in "
+           f"{with_detour} and the {case.dtype} computation in {with_eager}. The op and its backward compute in x's own dtype, no float32 detour: call "
+           "F.linear / aten.gelu_backward / mm on the half-precision tensors themselves, without .float() or "
+           "dtype=torch.float32 (README.md, 'Step 1: the op').")
+
+
 def describe_call(raw: dict) -> str:
     """A fuzzed op call as the learner reads it in a counterexample."""
     return "  " + OpCase(**raw).describe()
@@ -138,6 +172,8 @@ def forward_op_computes_linear_gelu(ctx):
                                                           f"F.gelu(F.linear(x, w, b), approximate=...) computed in "
                                                           f"{case.dtype}:\n{m}\nThe kernel computes in x's dtype "
                                                           "(README.md, 'Step 1: the op').")
+        expect_no_float32_detour(case, got, want, float32_detour(case)["out"] if case.dtype in HALF_DTYPES else None,
+                                 "linear_gelu's output")
 
     fuzz(ctx, linear_gelu_calls_any_dtype(), prop, describe=describe_call)
 
@@ -251,6 +287,9 @@ def compare_gradients(case: OpCase, seen: dict, where: str = "") -> None:
             seen[name], want[name], **grad_tolerance(case.dtype),
             msg=lambda m, name=name: (f"the gradient of {name} differs from eager autograd {call} (the forward "
                                       f"output matches):\n{m}\nREADME.md, 'Step 3: autograd'."))
+        if case.dtype in HALF_DTYPES:
+            expect_no_float32_detour(case, seen[name], want[name], float32_detour(case)[name],
+                                     f"the gradient of {name}{where}")
 
 
 @CHECKS.check(stage="autograd", weight=3)
