@@ -132,6 +132,18 @@ def zoo_how(name: str, method: str) -> str:
 def diagnose(node: torch.fx.Node, got: object, want: str, submodules: Mapping[str, nn.Module]) -> str:
     """Why canonical_op's answer `got` for `node` is probably wrong, judged from what it returned (not how)."""
     overload = isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+    module = submodules.get(node.target) if node.op == "call_module" else None
+    if got is None and (node.kwargs.get("inplace") is True or getattr(module, "inplace", False) is True):
+        return ("It was called with the keyword inplace=True, and a keyword does not change the callable (README.md, "
+                "'In-place forms are not their functional op'): F.relu(x, inplace=True) is the callable F.relu, and "
+                f"nn.ReLU(inplace=True) is an nn.ReLU, both {want!r}. Only a different callable (x.relu_(), "
+                "torch.relu_, aten.relu_, operator.iadd) is an in-place form.")
+    _, val = recorded_value(node)
+    if got is None and isinstance(val, torch.Tensor) and (val.dim() == 0 or not val.dtype.is_floating_point):
+        what = "a 0-dim tensor" if val.dim() == 0 else f"an {str(val.dtype).removeprefix('torch.')} tensor"
+        return (f"Its recorded value is {what}, still a tensor: is_node_supported looks at the op only, never at the "
+                f"dtype (README.md, 'Dtypes do not matter here'), and a 0-dim tensor is a tensor like any other. "
+                f"Only non-tensor values (sizes the host computes) make size arithmetic; this is {want!r}.")
     if node.op == "call_module":
         module = submodules.get(node.target)
         base = table_base(module)
@@ -218,6 +230,10 @@ def cpu_reason(node: torch.fx.Node, want_op: object, submodules: Mapping[str, nn
         if namespace not in ("aten", "kata"):
             return (f"it is a custom op of the `{namespace}` namespace: a user's own code, which the NPU has no "
                     f"kernel for whatever it is called; only aten ops and the NPU's own kata ops are NPU ops")
+    if node.op == "call_module" and isinstance(submodules.get(target), torch.fx.GraphModule):
+        return (f"it calls the GraphModule `{target}` (a partition that fuse_partitions / partition_and_fuse put "
+                f"into the graph): a GraphModule is no module class of the table, whatever ops its body holds, so "
+                f"it is 'cpu' (README.md, 'Telling the partitioner'); look at type(module), not inside it")
     if node.op == "call_module":
         module = submodules.get(target)
         base = table_base(module)
@@ -241,6 +257,9 @@ def npu_reason(node: torch.fx.Node, want_op: str, submodules: Mapping[str, nn.Mo
     if isinstance(val, torch.Tensor) and val.dtype != torch.float32:
         text += (f", and support goes by the op's name only: the node computes {str(val.dtype).removeprefix('torch.')}"
                  f", and dtypes are kata 5's concern, not is_node_supported's")
+    if isinstance(val, torch.Tensor) and val.dim() == 0:
+        text += (", and it is a 0-dim tensor: a tensor like any other (only non-tensor values, sizes the host "
+                 "computes, are not tensor ops)")
     if isinstance(node.target, torch._ops.OpOverloadPacket):
         text += f" ({node.target} is a packet of the {str(node.target).split('.')[0]} namespace: its name counts)"
     if node.op == "call_module":
@@ -279,7 +298,9 @@ def attempt_classify(ctx: Context, gm: torch.fx.GraphModule, how: str) -> dict[s
                               f"placeholder, get_attr and output nodes do no work")
     names = {n.name for n in gm.graph.nodes}
     stray = sorted(set(map(str, got)) - names)
-    expect(not stray, f"classify on {how} returned names that are not nodes of the graph: {stray}")
+    expect(not stray, f"classify on {how} returned names that are not nodes of the graph: {stray}. classify keys "
+                      f"its dict by the names of the graph's own call nodes, and nothing modifies the graph "
+                      f"(README.md, 'The contract'): no node added, removed or renamed")
     for name, verdict in got.items():
         expect(value(verdict) in ("npu", "cpu"), f"classify on {how} said {value(verdict)!r} for `{name}`; "
                                                  f"expected 'npu' or 'cpu'")
@@ -604,12 +625,27 @@ def partition_captures(ctx: Context) -> tuple[str, ...]:
     return cheap + ("export", "export_core") if ctx.deep else cheap
 
 
+def fused_graph(ctx: Context, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of `gm` after partition_and_fuse with the reference's support: its partitions become fused_N
+    GraphModules called by call_module nodes."""
+    import copy
+    fused = copy.deepcopy(gm)
+    CapabilityBasedPartitioner(fused, ctx.reference.NPUOperatorSupport(),
+                               allows_single_node_partition=True).partition_and_fuse()
+    return fused
+
+
 @CHECKS.check(stage="partition", weight=3)
 def partitions_match_reference_on_zoo(ctx):
-    "CapabilityBasedPartitioner with your NPUOperatorSupport proposes the reference's partitions (zoo)"
+    ("CapabilityBasedPartitioner with your NPUOperatorSupport proposes the reference's partitions (zoo); on the "
+     "fused graph, fused_N is 'cpu'")
     for method in partition_captures(ctx):
         for name in ("mlp", "residual", "norm_block", "attention", "functional", "renamed", "fused_linear_gelu"):
             expect_same_partitions(ctx, zoo_graph(name, method), zoo_how(name, method))
+    for method in partition_captures(ctx):
+        for name in ("mlp", "norm_block", "attention", "fused_linear_gelu"):
+            expect_graph_agrees(ctx, fused_graph(ctx, zoo_graph(name, method)),
+                                f"{zoo_how(name, method)}, after partition_and_fuse() (fused_N are GraphModules)")
 
 
 @CHECKS.check(stage="partition", weight=3)
@@ -949,14 +985,16 @@ def npu_ops_is_read_from_katas_common(ctx):
 
 # x.relu_(), h.add_(y), h += y (operator.iadd), torch.relu_, torch.ops.aten.relu_ next to their functional forms
 INPLACE_STEPS = ("linear", "relu_inplace_method", "add_inplace_method", "add_inplace_operator",
-                 "relu_inplace_function", "aten_relu_inplace_packet", "relu_method", "add")
+                 "relu_inplace_function", "aten_relu_inplace_packet", "relu_method", "add",
+                 "relu_module_inplace_keyword", "relu_function_inplace_keyword")
 INPLACE_PROGRAMS = tuple(programs.ProgramSpec(INPLACE_STEPS, capture) for capture in ("symbolic_trace", "dynamo",
                                                                                        "make_fx"))
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
 def in_place_forms_are_not_their_functional_op(ctx):
-    "in-place forms (x.relu_(), aten.add_.Tensor, operator.iadd) are not relu or add: names are exact, 'cpu'"
+    ("in-place forms (x.relu_(), aten.add_.Tensor, operator.iadd) are not relu or add: names are exact, 'cpu'; "
+     "nn.ReLU(inplace=True) and F.relu(x, inplace=True) are relu")
     for spec in INPLACE_PROGRAMS:
         gm, how = program_graph(spec), program_how(spec)
         submodules = dict(gm.named_modules())
@@ -973,13 +1011,30 @@ DTYPE_PROGRAMS = (programs.ProgramSpec(("linear", "relu_function", "add", "kata_
                   programs.ProgramSpec(("linear", "relu_method", "add", "aten_sigmoid_packet"), "make_fx_pre_dispatch",
                                        "float16"),
                   programs.ProgramSpec(("linear", "relu_module", "add"), "dynamo", "float64"))
+# int64 and 0-dim tensors of NPU ops (argmax + 1, relu(h.sum()) * 2): 'npu' like any other, in every capture
+INT_ZERO_DIM_PROGRAMS = tuple(programs.ProgramSpec(("linear", "int_index_math", "zero_dim"), capture)
+                              for capture in ("symbolic_trace", "dynamo", "make_fx", "export"))
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
 def support_ignores_dtype(ctx):
-    "a graph of NPU ops in float64 or float16 is 100% NPU: is_node_supported looks at the op, not the dtype"
+    ("a graph of NPU ops in float64 or float16 is 100% NPU, and int64 or 0-dim add/mul/relu are NPU ops: "
+     "is_node_supported looks at the op, not the dtype or the shape")
     for spec in DTYPE_PROGRAMS:
         expect_fully_on_npu(ctx, program_graph(spec), program_how(spec))
+    for spec in INT_ZERO_DIM_PROGRAMS:
+        expect_graph_agrees(ctx, program_graph(spec), program_how(spec))
+
+
+def expect_graph_unchanged(ctx: Context, gm: torch.fx.GraphModule, how: str) -> None:
+    """canonical_op, is_node_supported and classify, asked where the attempt runs, leave the graph as it was."""
+    import copy
+    # a fresh copy: the worker keeps the graphs it was sent, and an earlier call may have changed its copy already
+    changes = ctx.probe(probes.probe_graph_changes, copy.deepcopy(gm))
+    expect(not changes, f"after canonical_op, is_node_supported and classify on {how}, the graph had changed: "
+                        f"{'; '.join(changes[:5])}{' ...' if len(changes) > 5 else ''}. Nothing modifies the graph "
+                        f"(README.md, 'The contract'): not its nodes, their args, nor node.meta, which other passes read; "
+                        f"keep your own notes in a dict of your own.")
 
 
 # kernels a generated device may lack: any NPU op the programs use
@@ -994,6 +1049,7 @@ def generated_programs_agree_with_reference(ctx):
     def prop(spec) -> None:
         gm = programs.capture_program(spec)
         how = f"the {spec.capture} graph of the program below"
+        expect_graph_unchanged(ctx, gm, how)  # first: the calls below may run in this process, on this graph
         if spec.removed:
             expect_follows_changed_npu(ctx, gm, how, spec.removed)
         else:

@@ -41,3 +41,38 @@ def probe_classify_on_changed_npu(attempt: ModuleType, gm: torch.fx.GraphModule,
         return {str(name): str(getattr(verdict, "value", verdict)) for name, verdict in dict(verdicts).items()}
     finally:
         npu.NPU_OPS = original
+
+
+def _graph_state(gm: torch.fx.GraphModule) -> dict[str, tuple]:
+    """What each node is: op, target, args, kwargs, and its meta (keys, and each value by identity)."""
+    return {node.name: (node.op, str(node.target), repr(node.args), repr(node.kwargs),
+                        tuple(sorted((str(key), id(val)) for key, val in node.meta.items())))
+            for node in gm.graph.nodes}
+
+
+def probe_graph_changes(attempt: ModuleType, gm: torch.fx.GraphModule) -> list[str]:
+    """Call canonical_op and is_node_supported on every node, then classify(gm); return what changed in the graph
+    (nodes added, removed or changed: op, target, args, kwargs, node.meta keys or values), one line each."""
+    before = _graph_state(gm)
+    submodules = dict(gm.named_modules())
+    support = attempt.NPUOperatorSupport()
+    for node in list(gm.graph.nodes):
+        attempt.canonical_op(node, submodules)
+        support.is_node_supported(submodules, node)
+    attempt.classify(gm)
+    after = _graph_state(gm)
+    fields = ("op", "target", "args", "kwargs", "meta")
+    changes = [f"node `{name}` was removed" for name in before if name not in after]
+    changes += [f"node `{name}` was added" for name in after if name not in before]
+    for name in before.keys() & after.keys():
+        for field, old, new in zip(fields, before[name], after[name]):
+            if old != new:
+                if field == "meta":
+                    old_keys, new_keys = dict(old), dict(new)
+                    added = sorted(new_keys.keys() - old_keys.keys())
+                    gone = sorted(old_keys.keys() - new_keys.keys())
+                    swapped = sorted(k for k in old_keys.keys() & new_keys.keys() if old_keys[k] != new_keys[k])
+                    changes.append(f"node `{name}`.meta: keys added {added}, removed {gone}, replaced {swapped}")
+                else:
+                    changes.append(f"node `{name}`.{field}: {old} -> {new}")
+    return sorted(changes)

@@ -3,7 +3,7 @@
 A `ProgramSpec` is a list of steps on a (batch, 4) tensor, a dtype, a capture, whether sizes stay symbolic, and
 which kernels the device lacks (ops taken out of NPU_OPS). Each step is one of the lesson's axes: a Linear or a
 module subclass at depth 1 or 2 (with or without a forward of its own), an activation as module, function, method
-or in-place form, a packet or an overload of the aten / kata / mylib namespaces, a getitem on a tensor or on a
+or in-place form (or with inplace=True, which is no in-place form), int64 index math and 0-dim tensors, a packet or an overload of the aten / kata / mylib namespaces, a getitem on a tensor or on a
 multi-output op, SymInt and SymFloat size arithmetic, torch.cond (nested too) and a no_grad block. `build_program`
 makes the model, `program_inputs` its input, `describe_program` the text a learner sees, and `program_specs` draws
 specs (Hypothesis) that every capture can take. The checks compare the attempt with the reference node by node
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 import torch.nn as nn
+import torch.nn.functional as F
 from hypothesis import strategies as st
 
 WIDTH = 4
@@ -57,6 +58,8 @@ STEP_TEXT = {
     "relu_method": "h = h.relu()",
     "relu_inplace_method": "h = h.clone(); h.relu_()",
     "relu_inplace_function": "h = torch.relu_(h.clone())",
+    "relu_module_inplace_keyword": "h = nn.ReLU(inplace=True)(h.clone())   (a keyword: still nn.ReLU)",
+    "relu_function_inplace_keyword": "h = F.relu(h.clone(), inplace=True)   (a keyword: still F.relu)",
     "add": "h = h + fc(h)",
     "add_inplace_method": "h = h.clone(); h.add_(fc(h))",
     "add_inplace_operator": "h = h.clone(); h += fc(h)   (operator.iadd)",
@@ -72,6 +75,8 @@ STEP_TEXT = {
     "index_tensor": "h = fc(h)[0] + h   (getitem on a tensor)",
     "index_rows": "h = fc(h)[:, 1:].sum(-1, keepdim=True) + h   (a slice getitem)",
     "unpack_max": "h = h - h.max(-1, keepdim=True)[0]   (getitem on a multi-output op)",
+    "int_index_math": "h = h + ((h.argmax(-1, keepdim=True) + 1) * 2).to(h.dtype)   (int64 add and mul)",
+    "zero_dim": "h = h * (torch.relu(h.sum()) * 2 + 1)   (relu, mul, add of a 0-dim tensor)",
     "size_symint": "n = h.shape[0]; h = h.reshape(n * 2, -1).reshape(n, -1)",
     "size_symfloat": "n = h.shape[0]; h = h.reshape(int(n * 1.0), -1)",
     "cond": "h = torch.cond(h.sum() > 0, lambda t: fc(t).relu(), lambda t: fc(t).sigmoid(), (h,))",
@@ -121,6 +126,8 @@ class Program(nn.Module):
                 setattr(self, f"s{i}", ACTIVATION_CLASSES[step]())
             elif step == "relu_module":
                 setattr(self, f"s{i}", nn.ReLU())
+            elif step == "relu_module_inplace_keyword":
+                setattr(self, f"s{i}", nn.ReLU(inplace=True))
             elif step.startswith("kata_"):
                 setattr(self, f"w{i}", nn.Parameter(torch.randn(WIDTH, WIDTH) * 0.3))
                 setattr(self, f"b{i}", nn.Parameter(torch.randn(WIDTH) * 0.1))
@@ -136,6 +143,14 @@ class Program(nn.Module):
                 h = getattr(self, f"s{i}")(h)
             elif step == "relu_function":
                 h = torch.relu(h)
+            elif step == "relu_module_inplace_keyword":
+                h = getattr(self, f"s{i}")(h.clone())
+            elif step == "relu_function_inplace_keyword":
+                h = F.relu(h.clone(), inplace=True)
+            elif step == "int_index_math":
+                h = h + ((h.argmax(-1, keepdim=True) + 1) * 2).to(h.dtype)
+            elif step == "zero_dim":
+                h = h * (torch.relu(h.sum()) * 2 + 1)
             elif step == "relu_method":
                 h = h.relu()
             elif step == "relu_inplace_method":
