@@ -324,13 +324,12 @@ def _grad_mode_layout(draw) -> tuple:
 
 NPU_WORKLOAD_PARAMETERS = ("fc1.weight", "fc1.bias", "fc2.weight")  # what a weight change edits in place
 NPU_WORKLOAD_FACTORS = (-0.5, 2.0, 0.25)
-NPU_WORKLOAD_SLOTS = 8  # the small NPU the workloads run on (NPUDevice.max_resident_programs): each overflows it
+NPU_WORKLOAD_SLOTS = 8  # katas.common.npu.MAX_RESIDENT_PROGRAMS: every workload fills program memory, then asks more
 
 
 def npu_workloads(*, slots: int = NPU_WORKLOAD_SLOTS, leading=("batch", "batch and sequence"),
-                  dtypes=("float32",), overflow=(2, 3)) -> st.SearchStrategy[tuple]:
-    """Kata 5's workloads, as plain data: ("workload", leading, requires_grad, dtype, events), played on an NPU of
-    `slots` program slots.
+                  dtypes=("float32",), refusals=(2, 3)) -> st.SearchStrategy[tuple]:
+    """Kata 5's workloads, as plain data: ("workload", leading, requires_grad, dtype, events).
 
     `leading` is "batch" (the `mlp` zoo model, inputs (b, 4)) or "batch and sequence" (`mlp_3d`, inputs (b, s, 4));
     `requires_grad` is what `model.requires_grad_(...)` set before compiling (every call runs under no_grad);
@@ -339,15 +338,14 @@ def npu_workloads(*, slots: int = NPU_WORKLOAD_SLOTS, leading=("batch", "batch a
     leading dim, so that Dynamo's second graph is symbolic in all of them and serves every later call. Then: 1 to 3
     new shapes, repeats (some of them faulted), 1 or 2 weight changes, each followed by a repeat of a shape compiled
     before it (the partition drops 2 or more stale programs there) and maybe new shapes; then new shapes until program
-    memory is full, `overflow` more new shapes (each releases the program used longest ago), and 2 to 4 calls of
-    shapes seen before, drawn so that some were released and some were used since they were compiled (which tells
-    least recently used from first compiled), some of them faulted. No size is 0 or 1 (Dynamo specialises those).
-    Shrinks toward requires_grad False, the first leading kind, one weight change."""
-    return _npu_workload(slots, tuple(leading), tuple(dtypes), tuple(overflow))
+    memory is full, `refusals` more new shapes (each refused, each its own warning), a refused one again, and a shape
+    that has a program again. No size is 0 or 1 (Dynamo specialises those). Shrinks toward requires_grad False, the
+    first leading kind, one weight change."""
+    return _npu_workload(slots, tuple(leading), tuple(dtypes), tuple(refusals))
 
 
 @st.composite
-def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, overflow: tuple) -> tuple:
+def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, refusals: tuple) -> tuple:
     kind = draw(st.sampled_from(leading))
     requires_grad = draw(st.booleans())
     dtype = draw(st.sampled_from(dtypes))
@@ -360,14 +358,12 @@ def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, overflow: tup
     second = next(s for s in pool if all(a != b for a, b in zip(s, first)))
     pool.remove(second)
     events: list[tuple] = [("call", first, False), ("call", second, False)]
-    programs = {second}  # shapes the second (symbolic) graph compiled, since the last weight change
-    seen = [second]  # shapes of the second graph, in the order they were compiled
+    programs = {second}  # shapes the second (symbolic) graph holds a program for, since the last weight change
 
     def new_shape() -> None:
         shape = pool.pop(0)
         events.append(("call", shape, False))
         programs.add(shape)
-        seen.append(shape)
 
     def repeat(among: set, *, fault_allowed: bool = True) -> None:
         shape = draw(st.sampled_from(sorted(among)))
@@ -388,15 +384,15 @@ def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, overflow: tup
             new_shape()
         if draw(st.booleans()):
             repeat(programs)
-    while 1 + len(programs) < slots:  # the first graph keeps its one (stale) program until it is the oldest
+    while 1 + len(programs) < slots:  # the first graph keeps its one (stale) program: it is never called again
         new_shape()
-    if draw(st.booleans()):
-        repeat({seen[-len(programs)]})  # the oldest of the second graph's programs, used again: it must stay
-    for _ in range(draw(st.sampled_from(overflow))):
-        new_shape()
-    oldest_half = set(seen[:max(2, len(seen) // 2)])
-    for _ in range(draw(st.integers(min_value=2, max_value=4))):
-        repeat(oldest_half | {seen[-1]})
+    refused = []
+    for _ in range(draw(st.sampled_from(refusals))):
+        shape = pool.pop(0)
+        events.append(("call", shape, False))
+        refused.append(shape)
+    events.append(("call", draw(st.sampled_from(refused)), False))
+    events.append(("call", draw(st.sampled_from(sorted(programs))), draw(st.booleans())))
     return ("workload", kind, requires_grad, dtype, tuple(events))
 
 

@@ -86,20 +86,7 @@ class ReturnsPreActivation(nn.Module):
         return F.gelu(z), z
 
 
-class PositionIds(nn.Module):
-    """x + position embeddings, then Linear -> GELU: `arange(seq) + 1` is an int64 add, as BERT's and GPT-2's are."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.pos, self.fc = nn.Embedding(16, 4), nn.Linear(4, 6)
-
-    def forward(self, x):
-        ids = torch.arange(x.shape[1]) + 1
-        return F.gelu(self.fc(x * 2.0 + self.pos(ids)))
-
-
 LOCAL_MODELS: dict[str, type[nn.Module]] = {
-    "position_ids": PositionIds,
     "lone_relu": LoneRelu,
     "sandwich": Sandwich,
     "graph_break_mlp": GraphBreakMLP,
@@ -108,18 +95,14 @@ LOCAL_MODELS: dict[str, type[nn.Module]] = {
 
 
 def recipe(*, zoo: str = "", local: str = "", spec: MLPSpec | None = None, dtype: str = "float32",
-           requires_grad: bool = True, real: str = "") -> dict:
+           requires_grad: bool = True) -> dict:
     """How to build a model, as plain data: a zoo model, a model class of this file, or a random MLP; with
     `requires_grad=False`, after `model.requires_grad_(False)` (its parameters are still nn.Parameters)."""
-    return {"zoo": zoo, "local": local, "spec": spec, "dtype": dtype, "requires_grad": requires_grad, "real": real}
+    return {"zoo": zoo, "local": local, "spec": spec, "dtype": dtype, "requires_grad": requires_grad}
 
 
 def build(recipe: dict) -> nn.Module:
     """The model `recipe` names, with fixed weights, in eval mode (the same model every time it is built)."""
-    if recipe.get("real"):
-        from katas.common.real_models import REAL_MODELS
-
-        return REAL_MODELS[recipe["real"]].build()
     if recipe["spec"] is not None:
         model = build_mlp(recipe["spec"])
     elif recipe["zoo"]:
@@ -318,16 +301,6 @@ def use_stashed_data(backend_module: ModuleType, session: str, name: str, index:
     """`model.<name>.data = stashed tensor <index>`: the parameter keeps its identity and its version, only the
     memory it reads changes (as `Module._apply`, `model.half()` and weight-loading code do)."""
     _SESSIONS[session].model.get_parameter(name).data = _SESSIONS[session].stash[index]
-
-
-def occupy_slot(name: str) -> Any:
-    """A program of someone else's in program memory: the checks compile it on their own device and hold it."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from katas.common.npu import NPU
-
-    example = torch.zeros(2)
-    return NPU.compile(make_fx(torch.relu)(example), [example], name=name)
 
 
 def collect_garbage(backend_module: ModuleType) -> None:

@@ -15,12 +15,9 @@ KILLED_BY = (
     'weights_are_uploaded_once',
 )
 
-_original = _ref.NPUPartition.program_for
-
 
 def program_for(self, args, frozen):
-    _ref._forget(id(self), self.signatures)  # nothing kept from one call to the next
-    return _original(self, args, frozen)
+    return self.compile_program(args, frozen)
 
 
 _ref.NPUPartition.program_for = program_for

@@ -9,6 +9,7 @@ npu_backend = _ref.npu_backend
 
 KILLED_BY = ("replaced_parameter_data_is_uploaded_again",)
 
+
 def frozen_positions(self, args):
     if not self.freeze:
         return set()
@@ -17,8 +18,7 @@ def frozen_positions(self, args):
         i == j and a is b and version == old_version
         for (i, a, version, _), (j, b, old_version, _) in zip(current, self.frozen))
     if not same:
-        _ref._forget(id(self), self.signatures)
-        self.refused.clear()
+        self.programs.clear()
         self.frozen = current
     return {i for i, *_ in current}
 

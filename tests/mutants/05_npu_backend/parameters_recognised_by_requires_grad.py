@@ -10,6 +10,7 @@ npu_backend = _ref.npu_backend
 
 KILLED_BY = ("weights_are_uploaded_once", "weight_changes_while_program_memory_fills")
 
+
 def frozen_positions(self, args):
     if not self.freeze:
         return set()
@@ -19,8 +20,7 @@ def frozen_positions(self, args):
         i == j and a is b and version == old_version and ptr == old_ptr
         for (i, a, version, ptr), (j, b, old_version, old_ptr) in zip(current, self.frozen))
     if not same:
-        _ref._forget(id(self), self.signatures)
-        self.refused.clear()
+        self.programs.clear()
         self.frozen = current
     return {i for i, *_ in current}
 

@@ -1,7 +1,7 @@
 """Mistake: silent fallback. Refused signatures and failed calls do run on the CPU -- so every answer is right --
 but nothing tells the user, who goes on believing the NPU ran their model."""
 from checker.kit import load_reference
-from katas.common.npu import NPUCompileError, NPURuntimeError
+from katas.common.npu import NPU, NPUCompileError, NPURuntimeError
 
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
@@ -13,18 +13,13 @@ KILLED_BY = (
     'weight_changes_while_program_memory_fills',
 )
 
-def program_for(self, args, frozen):
-    key = _ref.signature(args)
-    if key in self.refused:
-        return None
+
+def compile_program(self, args, frozen):
+    graph = _ref.freeze_inputs(self.on_cpu, {i: args[i] for i in frozen}) if frozen else self.on_cpu
     try:
-        program = _ref.PROGRAMS.get((id(self), key), lambda: self.compile_program(args, frozen))
-    except NPUCompileError as error:
-        if error.what != "program":
-            self.refused.add(key)
+        return NPU.compile(graph, [a for i, a in enumerate(args) if i not in frozen], name=self.name)
+    except NPUCompileError:
         return None  # stays on the CPU, and nobody hears about it
-    self.signatures.add(key)
-    return program
 
 
 def run_on_npu(self, program, inputs, args):
@@ -34,5 +29,5 @@ def run_on_npu(self, program, inputs, args):
         return self.on_cpu(*args)
 
 
-_ref.NPUPartition.program_for = program_for
+_ref.NPUPartition.compile_program = compile_program
 _ref.NPUPartition.run_on_npu = run_on_npu

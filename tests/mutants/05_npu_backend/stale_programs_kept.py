@@ -14,25 +14,18 @@ KILLED_BY = (
     'weight_changes_while_program_memory_fills',
 )
 
+
 def frozen_positions(self, args):
     if not self.freeze:
         return set()
     return {i for i, a in enumerate(args) if isinstance(a, torch.nn.Parameter)}
 
 
-_original = _ref.NPUPartition.program_for
-
-
 def program_for(self, args, frozen):
-    # the weights' identities and versions join the key: a change compiles anew, the stale programs stay resident
-    versions = tuple((id(args[i]), args[i]._version) for i in sorted(frozen))
-    key = (_ref.signature(args), versions)
-    try:
-        program = _ref.PROGRAMS.get((id(self), key), lambda: self.compile_program(args, frozen))
-    except _ref.NPUCompileError:
-        return _original(self, args, frozen)
-    self.signatures.add(key)
-    return program
+    key = (_ref.signature(args), tuple((id(args[i]), args[i]._version) for i in sorted(frozen)))
+    if key not in self.programs:
+        self.programs[key] = self.compile_program(args, frozen)
+    return self.programs[key]
 
 
 _ref.NPUPartition.frozen_positions = frozen_positions

@@ -11,10 +11,10 @@ npu_backend = _ref.npu_backend
 
 KILLED_BY = ("weight_changes_while_program_memory_fills",)
 
-_original = _ref.NPUPartition.program_for
+_original = _ref.NPUPartition.compile_program
 
 
-def program_for(self, args, frozen):
+def compile_program(self, args, frozen):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         program = _original(self, args, frozen)
@@ -27,4 +27,4 @@ def program_for(self, args, frozen):
     return program
 
 
-_ref.NPUPartition.program_for = program_for
+_ref.NPUPartition.compile_program = compile_program
