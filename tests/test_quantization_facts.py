@@ -17,6 +17,7 @@ from katas.common.pt2e import (
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,
     QUANTIZE_PER_TENSOR,
+    MinMaxObserver,
     convert_pt2e,
     prepare_pt2e,
 )
@@ -134,3 +135,15 @@ def test_step_3_the_lowered_graph_computes_what_the_quantized_graph_simulated():
         got = probes.run(reference.lower_to_npu_int8(probes.spec_converted(recipe)), recipe)
         for batch in want:
             assert (got[batch] - want[batch]).abs().max() <= 0.05 * want[batch].abs().max()
+
+
+def test_calibration_no_scale_below_float32_eps_so_tiny_values_dequantize_to_zero():
+    tiny = torch.linspace(-1e-9, 1e-9, 21)
+    for qscheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+        observer = MinMaxObserver(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=qscheme)
+        observer(tiny)
+        scale, zero_point = (float(v) for v in observer.calculate_qparams())
+        assert scale == torch.finfo(torch.float32).eps
+        codes = QUANTIZE_PER_TENSOR(tiny, scale, int(zero_point), -128, 127, torch.int8)
+        back = DEQUANTIZE_PER_TENSOR(codes, scale, int(zero_point), -128, 127, torch.int8)
+        assert not back.any(), "every value under half the smallest scale dequantizes to 0"
