@@ -53,6 +53,13 @@ def _describe_argument(value: Any) -> Any:
     return to_plain(value)
 
 
+# The meta keys a capture records a node's value under (Dynamo: "example_value"). A rebuilt node keeps its value
+# under "val" whatever the key was, and, where the worker's node had "example_value", its keys under VALUE_KEYS_META
+# (kata 3 checks that a fused node of a Dynamo graph records its value where Dynamo does).
+VALUE_KEYS = ("val", "example_value")
+VALUE_KEYS_META = "wire_value_keys"
+
+
 def _value_of(node: Node) -> Any:
     value = node.meta.get("val", node.meta.get("example_value"))
     try:
@@ -69,7 +76,7 @@ def describe_graph(gm: torch.fx.GraphModule, before: dict[str, int] | None = Non
         target = node.target if node.op != "call_function" else target_name(node.target)
         nodes.append({"name": node.name, "op": node.op, "target": target,
                       "args": _describe_argument(node.args), "kwargs": _describe_argument(node.kwargs),
-                      "value": _value_of(node)})
+                      "value": _value_of(node), "value_keys": [k for k in VALUE_KEYS if k in node.meta]})
         if node.op == "get_attr":
             value = _attribute(gm, node.target)
             if isinstance(value, torch.Tensor) and (before is None or before.get(node.target) != id(value)):
@@ -232,6 +239,9 @@ def rebuild_graph(gm: torch.fx.GraphModule, description: dict) -> torch.fx.Graph
         value = entry.get("value")
         if value is not None:
             node.meta["val"] = _meta_value(from_plain(value))
+        keys = tuple(str(k) for k in entry.get("value_keys", ()) if k in VALUE_KEYS)
+        if "example_value" in keys:  # else the keys are what the rebuilt node has: "val" where there is a value
+            node.meta[VALUE_KEYS_META] = keys
         nodes[name] = node
     return graph
 

@@ -27,8 +27,10 @@ def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
       aten.gelu) and decomposed graphs, ATEN or CORE_ATEN (aten.addmm(b, x, t(w)) / aten.mm(x, t(w)) ->
       aten.gelu, with an aten.view between product and GELU for inputs of more than two dimensions);
     - fuses a pair only when the Linear's output is read by the GELU and by nothing else;
-    - leaves every other node alone, erases the nodes the rewrite leaves unused, passes gm.graph.lint(),
-      and calls gm.recompile() so that calling gm runs the new graph;
+    - where the graph records values, the fused node records its own under the capture's meta key (Dynamo:
+      "example_value", make_fx / export / aot_autograd: "val"), with its shape and the graph's dtype;
+    - leaves every other node alone (placeholders too, even unread ones), erases the nodes the rewrite leaves
+      unused, passes gm.graph.lint(), and calls gm.recompile() so that calling gm runs the new graph;
     - a second call finds nothing to fuse and returns 0.
     """
     raise NotImplementedError("fuse_linear_gelu: match, guard, rewrite, clean up — README.md, 'What a fusion pass is'")

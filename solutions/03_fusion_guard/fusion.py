@@ -14,6 +14,7 @@ A Linear shows up in one of four forms (see katas/common/capture.py for which to
     TORCH       torch._C._nn.linear(x, w, b)   (that is F.linear)
     ATEN        aten.linear.default(x, w, b)   (torch.export, make_fx(pre_dispatch=True))
     decomposed  aten.addmm.default(b, x, t(w))  or  aten.mm.default(x, t(w)),  t = aten.t or aten.permute [1, 0]
+                (or [-1, -2])
                 (make_fx and aot_autograd: ATEN dialect; export().run_decompositions(): CORE_ATEN)
 
 and a GELU as a call_module to nn.GELU, torch._C._nn.gelu (F.gelu) or aten.gelu.default.
@@ -158,14 +159,16 @@ def linear_operands(gm: torch.fx.GraphModule, node: Node) -> Optional[LinearOper
 
 
 def transposed(node: Argument) -> Optional[Node]:
-    """`w` if `node` is `aten.t(w)` or `aten.permute(w, [1, 0])`, else None (then the matrix is not a
-    Linear's weight as the fused op expects it)."""
+    """`w` if `node` transposes the matrix `w`: `aten.t(w)` or `aten.permute(w, [1, 0])` (or `[-1, -2]`, the same
+    dims counted from the end); else None (then the matrix is not a Linear's weight as the fused op expects it).
+    make_fx's `aten.transpose.int(w, 0, 1)` (a hand-written `w.transpose(0, 1)`) is left: the lesson lets a pass
+    fuse it or not, and no Linear decomposes to it."""
     if not isinstance(node, Node) or node.op != "call_function":
         return None
     if node.target == aten.t.default:
         return node.args[0]
-    if node.target == aten.permute.default and list(node.args[1]) == [1, 0]:
-        return node.args[0]
+    if node.target == aten.permute.default and [d % 2 for d in node.args[1]] == [1, 0]:
+        return node.args[0]  # a weight is 2-D, so dim d and dim d - 2 are the same dim
     return None
 
 

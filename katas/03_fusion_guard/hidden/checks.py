@@ -13,6 +13,7 @@ in place, and then proves two things independently of how the attempt is written
 """
 from __future__ import annotations
 
+import dataclasses
 import operator
 import traceback
 from collections import Counter
@@ -30,6 +31,8 @@ from katas.common.naming import module_type_name, target_name
 from checker.kit import Checks, CheckFailed, expect, fuzz
 from katas.common import capture, describe
 from katas.common.models import LayerSpec, MLPSpec, build_mlp
+from checker.graph_wire import VALUE_KEYS, VALUE_KEYS_META
+from katas.common.capture import CaptureError
 from katas.common.ops import LINEAR_GELU_CALLS
 from katas.common.strategies import mlp_specs
 from checker.child import load_module
@@ -43,8 +46,8 @@ FUSED = torch.ops.kata.linear_gelu.default
 LINEAR_FUNCTIONS = {torch._C._nn.linear, aten.linear.default, aten.addmm.default, aten.mm.default}
 GELU_FUNCTIONS = {torch._C._nn.gelu, aten.gelu.default}
 # nodes a correct rewrite may add or drop: parameter reads, the weight's transpose, the reshapes of decomposed graphs
-PLUMBING_FUNCTIONS = {aten.t.default, aten.permute.default, aten.view.default, aten._unsafe_view.default,
-                      aten.reshape.default}
+PLUMBING_FUNCTIONS = {aten.t.default, aten.permute.default, aten.transpose.int, aten.view.default,
+                      aten._unsafe_view.default, aten.reshape.default}
 RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 # size arithmetic of graphs with a symbolic batch: a pass that drops the views may drop what only they read
 SIZE_FUNCTIONS = {aten.sym_size.int, operator.mul, operator.floordiv, operator.add, operator.sub}
@@ -62,8 +65,9 @@ FORM_NOTES = {
     "aten": "ATEN graph that keeps the Linear whole (torch.export, make_fx(pre_dispatch=True)): the pair is "
             "aten.linear.default -> aten.gelu.default; the bias argument may be missing.",
     "decomposed": "decomposed graph (make_fx and aot_autograd: ATEN dialect; run_decompositions(): CORE_ATEN): a "
-                  "Linear is aten.addmm(bias, x, t(w)) or aten.mm(x, t(w)), t = aten.t or "
-                  "aten.permute(w, [1, 0]); with 3-D inputs a view (or _unsafe_view) sits between product and GELU.",
+                  "Linear is aten.addmm(bias, x, t(w)) or aten.mm(x, t(w)), t = aten.t, "
+                  "aten.permute(w, [1, 0]) (or [-1, -2]) or aten.transpose.int(w, 0, 1); with 3-D inputs a view (or "
+                  "_unsafe_view) sits between product and GELU.",
 }
 SINGLE_USER_NOTE = ("Fuse only when the GELU is the Linear output's ONLY reader: the fused op never produces the "
                     "pre-GELU value, so another reader (a residual add, the graph's output) would get the wrong "
@@ -175,17 +179,58 @@ def format_graph(gm: torch.fx.GraphModule, limit: int = 16) -> str:
     return "\n".join(lines)
 
 
-def unfused_pairs(gm: torch.fx.GraphModule) -> list[str]:
-    """'linear -> gelu' for each GELU still reading a Linear (directly or through one reshape); for messages."""
+@dataclass(frozen=True)
+class Pair:
+    """A GELU reading a linear-looking node (directly or through one reshape), as captured; for messages."""
+
+    linear: str
+    gelu: str
+    unsafe: str  # why the lesson does not fuse it ("" when it is a safe pair)
+
+    def __str__(self) -> str:
+        return f"{self.linear} -> {self.gelu}" + (f" ({self.unsafe})" if self.unsafe else "")
+
+
+def is_transpose(node: object) -> bool:
+    """aten.t(w), aten.permute(w, [1, 0]) or [-1, -2], aten.transpose.int(w, 0, 1): a 2-D weight transposed."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return False
+    if node.target == aten.t.default:
+        return True
+    if node.target == aten.permute.default:
+        return [d % 2 for d in node.args[1]] == [1, 0]
+    return node.target == aten.transpose.int and {node.args[1] % 2, node.args[2] % 2} == {0, 1}
+
+
+def pairs_in(gm: torch.fx.GraphModule) -> list[Pair]:
+    """Every GELU that reads a Linear-looking node, with the reason the lesson's rules leave it unfused, if any."""
     pairs = []
     for node in gm.graph.nodes:
         if kind(gm, node) != "gelu" or not node.args or not isinstance(node.args[0], torch.fx.Node):
             continue
-        source = node.args[0]
+        source, reshape = node.args[0], None
         if source.op == "call_function" and source.target in RESHAPES and isinstance(source.args[0], torch.fx.Node):
-            source = source.args[0]
-        if kind(gm, source) == "linear":
-            pairs.append(f"{source.name} -> {node.name}")
+            source, reshape = source.args[0], source
+        if kind(gm, source) != "linear":
+            continue
+        why = []
+        for module_node, base in ((node, nn.GELU), (source, nn.Linear)):
+            module = submodule(gm, module_node) if module_node.op == "call_module" else None
+            if module is not None and type(module).forward is not base.forward:
+                why.append(f"{module_node.target} is a {type(module).__name__}, whose forward overrides "
+                           f"nn.{base.__name__}.forward")
+        if source.op == "call_function" and source.target in (aten.addmm.default, aten.mm.default):
+            matrix = source.args[-1]
+            if not is_transpose(matrix):
+                why.append(f"{source.name} multiplies by {getattr(matrix, 'name', matrix)}, not by a transposed weight")
+            if source.kwargs.get("beta", 1) != 1 or source.kwargs.get("alpha", 1) != 1:
+                why.append(f"{source.name} scales: beta={source.kwargs.get('beta', 1)}, "
+                           f"alpha={source.kwargs.get('alpha', 1)}")
+        for value, reader in ((source, reshape or node), (reshape, node)):
+            others = [u.name for u in (value.users if value is not None else ()) if u is not reader]
+            if others:
+                why.append(f"{value.name} is also read by {', '.join(others)}")
+        pairs.append(Pair(source.name, node.name, "; ".join(why)))
     return pairs
 
 
@@ -203,6 +248,7 @@ class Case:
     fused: tuple[str, ...]    # `approximate` of each SAFE Linear -> GELU pair, sorted
     dtype: torch.dtype = torch.float32
     note: str = ""            # the rule this model is about, added to a wrong fused count's message
+    edit: Callable[[torch.fx.GraphModule], None] | None = None  # a change made by hand to the captured graph
 
     def model(self) -> nn.Module:
         with torch.random.fork_rng():
@@ -427,31 +473,82 @@ SCALED_ADDMM = Case(
 
 
 class ReshapedProducts(nn.Module):
-    """Two hand-written products whose reshapes are not a flatten-and-restore of the same input: the first
-    regroups the batch ((2, 3) rows come back as (3, 2)), the second reads a relu of the flattened input, so no
-    view sits on its input side. Decomposed, both are view/relu -> mm(x, t(w)) -> view -> gelu: Linear -> GELU
-    pairs (a hand-written x @ w.t() is F.linear), but dropping the views changes the result's shape."""
+    """Three hand-written products whose reshapes are not a flatten-and-restore of the same input: the first
+    regroups the batch ((B, 3) rows come back as (3, B)), the second reads a relu of the flattened input, so no
+    view sits on its input side, the third splits each row of 4 features into 2 rows of 2 (its weight is (5, 2))
+    and restores the batch with 10 features. Decomposed, all are view/relu -> mm(x, t(w)) -> view -> gelu: Linear ->
+    GELU pairs (a hand-written x @ w.t() is F.linear), but dropping the views changes the result's shape (or leaves
+    an x whose features do not fit the weight)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1, self.w2 = nn.Parameter(torch.randn(5, 4)), nn.Parameter(torch.randn(5, 4))
+        self.w3 = nn.Parameter(torch.randn(5, 2))
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        regrouped = F.gelu((flat @ self.w1.t()).reshape(x.shape[1], -1, 5))     # (3, B, 5): rows regrouped
+        restored = F.gelu((torch.relu(flat) @ self.w2.t()).reshape(*x.shape[:-1], 5), approximate="tanh")
+        refeatured = F.gelu((x.reshape(-1, 2) @ self.w3.t()).reshape(*x.shape[:-1], 10))  # (B, 3, 10)
+        return regrouped.transpose(0, 1) + restored, refeatured
+
+
+RESHAPED_TEXT = ("a = gelu((x.reshape(-1, 4) @ w1.t()).reshape(x.shape[1], -1, 5)) (regroups the batch); "
+                 "b = gelu((relu(x.reshape(-1, 4)) @ w2.t()).reshape(*x.shape[:-1], 5), approximate='tanh') (no view "
+                 "on the product's input); c = gelu((x.reshape(-1, 2) @ w3.t()).reshape(*x.shape[:-1], 10)) (w3 of "
+                 "shape (5, 2): the views change the feature size); returns (a.transpose(0, 1) + b, c)")
+RESHAPED_NOTE = ("All three products are Linear -> GELU pairs, but their reshapes are not a flatten and a restore of "
+                 "the same input: one regroups the batch, one has no view on its input, one changes the feature size "
+                 "(x's last dim is not the weight's). Keep the shape plumbing (the fused node takes the product's own "
+                 "x, the existing view reshapes its result), or drop the views only after proving from "
+                 "node.meta['val'].shape that the input view keeps the last dim and flattens exactly the leading "
+                 "dims that the output view restores. With a symbolic batch a size is a SymInt: prove equality for "
+                 "every size (statically_known_true(a == b)), not with bool(a == b), which the example's sizes decide.")
+RESHAPED_PRODUCTS = Case(f"{RESHAPED_TEXT}, x of shape (2, 3, 4)", ReshapedProducts, (2, 3, 4), linears=3, gelus=3,
+                         fused=("none", "none", "tanh"), note=RESHAPED_NOTE)
+# batch 3 == the second dim: at the example size the regrouping view (3, B, 5) has the input's own (B, 3); only
+# under a symbolic batch (export with a Dim) is it no identity
+RESHAPED_SQUARE = Case(f"{RESHAPED_TEXT}, x of shape (3, 3, 4) (batch 3, the size of dim 1, at the example)",
+                       ReshapedProducts, (3, 3, 4), linears=3, gelus=3, fused=("none", "none", "tanh"),
+                       note=RESHAPED_NOTE)
+
+
+class TransposeSpellings(nn.Module):
+    """Hand-written products by a weight transposed two ways: `w.permute(-1, -2)` stays aten.permute(w, [-1, -2]) in
+    every decomposed capture; `w.t()` is aten.t (make_fx, aot_autograd) or permute(w, [1, 0]) (run_decompositions)."""
 
     def __init__(self):
         super().__init__()
         self.w1, self.w2 = nn.Parameter(torch.randn(5, 4)), nn.Parameter(torch.randn(5, 4))
 
     def forward(self, x):
-        flat = x.reshape(-1, x.shape[-1])
-        regrouped = F.gelu((flat @ self.w1.t()).reshape(x.shape[1], -1, 5))     # (3, B, 5): rows regrouped
-        restored = F.gelu((torch.relu(flat) @ self.w2.t()).reshape(*x.shape[:-1], 5), approximate="tanh")
-        return regrouped.transpose(0, 1) + restored
+        return F.gelu(x @ self.w1.permute(-1, -2)) + F.gelu(x @ self.w2.t(), approximate="tanh")
 
 
-RESHAPED_PRODUCTS = Case(
-    "a = gelu((x.reshape(-1, 4) @ w1.t()).reshape(3, -1, 5)) (regroups the batch); "
-    "b = gelu((relu(x.reshape(-1, 4)) @ w2.t()).reshape(*x.shape[:-1], 5), approximate='tanh') (no view on the "
-    "product's input); a.transpose(0, 1) + b, x of shape (2, 3, 4)",
-    ReshapedProducts, (2, 3, 4), linears=2, gelus=2, fused=("none", "tanh"),
-    note="Both products are Linear -> GELU pairs, but their reshapes are not a flatten and a restore of the same "
-         "input: one regroups the batch, the other has no view on its input. Keep the shape plumbing (the fused "
-         "node takes the product's own x, the existing view reshapes its result), or drop the views only after "
-         "proving from node.meta['val'].shape that they flatten the input and restore exactly its leading dims.")
+TRANSPOSE_SPELLINGS = Case(
+    "gelu(x @ w1.permute(-1, -2)) + gelu(x @ w2.t(), approximate='tanh'), w of shape (5, 4): the transposed weight "
+    "spelled two ways",
+    TransposeSpellings, (3, 4), linears=2, gelus=2, fused=("none", "tanh"),
+    note="A 2-D weight transposed is a Linear's weight however the permute spells it: aten.permute(w, [1, 0]) or "
+         "[-1, -2] (the same two dims counted from the end). Only a permute that keeps the dims in place is none.")
+
+
+def add_size_reader(gm: torch.fx.GraphModule) -> None:
+    """By hand: s = aten.sym_size.int(z, 0) reading the first Linear's output z, and the first output times s."""
+    linear = next(n for n in gm.graph.nodes if programs.is_linear_node(gm, n))
+    with gm.graph.inserting_before(next(n for n in gm.graph.nodes if n.op == "output")):
+        size = gm.graph.call_function(aten.sym_size.int, (linear, 0))
+    programs.scale_first_output(gm, [size])
+
+
+SIZE_READER_3D = Case(
+    "the MLP fc0 -> GELU, input (2, 3, 4), with s = aten.sym_size.int(z, 0) added by hand to the captured graph "
+    "(z: fc0's output, in decomposed graphs the addmm's (6, 5) matrix) and the output multiplied by s",
+    ONE_PAIR_3D.build, (2, 3, 4), linears=1, gelus=1, fused=(), edit=add_size_reader,
+    note="Every reader of the Linear's output counts, whatever it reads it for: a sym_size.int of it reads its size, "
+         "and after a fusion that size is gone (the fused node has the GELU's shape, the N-D batch if you dropped "
+         "the views). No capture of torch 2.13 makes such a node, but another pass or a graph built by hand can: "
+         "leave the pair unfused.")
 
 
 class UserSubclasses(nn.Module):
@@ -476,10 +573,10 @@ USER_SUBCLASSES = Case(
     "0.5 * linear)",
     UserSubclasses, (3, 4), linears=3, gelus=3, fused=("tanh",),
     note="A module is a Linear (a GELU) when it is an nn.Linear (nn.GELU) or a subclass that keeps its forward: "
-         "type(module).forward is nn.GELU.forward. isinstance(module, nn.GELU) also holds for ShiftedGELU, whose "
-         "forward computes gelu(x - 0.5): fusing it into linear_gelu computes something else. Such call_module "
-         "nodes appear when a custom fx.Tracer keeps user subclasses whole (is_leaf_module), or in a hand-built "
-         "graph.")
+         "type(module).forward is nn.Linear.forward (nn.GELU.forward). isinstance also holds for ScaledLinear, whose "
+         "forward computes 0.5 * linear, and for ShiftedGELU, whose forward computes gelu(x - 0.5): fusing either "
+         "into linear_gelu computes something else. Such call_module nodes appear when a custom fx.Tracer keeps "
+         "user subclasses whole (is_leaf_module), or in a hand-built graph.")
 
 
 class DeadBystander(nn.Module):
@@ -494,6 +591,10 @@ class DeadBystander(nn.Module):
 
 DEAD_BYSTANDER = Case("torch.cos(x) (never read); act(fc(x))", DeadBystander, (3, 4), linears=1, gelus=1,
                       fused=("none",))
+
+
+def in_dtype(case: Case, dtype: torch.dtype) -> Case:
+    return dataclasses.replace(case, title=f"{case.title}, in {str(dtype).removeprefix('torch.')}", dtype=dtype)
 
 
 # --- running the attempt and judging the result ---------------------------------------------------------------
@@ -524,6 +625,80 @@ def left_dead_by_the_capture(gm: torch.fx.GraphModule) -> Counter:
                    and (k := kind(gm, n)) not in (None, "fused", "linear", "gelu", "plumbing"))
 
 
+def meta_key_of(gm: torch.fx.GraphModule) -> str | None:
+    """The meta key under which the capture recorded values: "val" (make_fx, export, aot_autograd),
+    "example_value" (Dynamo), None (symbolic_trace)."""
+    for key in ("val", "example_value"):
+        if any(key in n.meta for n in gm.graph.nodes if n.op != "output"):
+            return key
+    return None
+
+
+def same_size(a: object, b: object) -> bool:
+    """Two sizes (ints or SymInts of the same graph) are the same for every value of the graph's symbols."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    try:
+        from torch.fx.experimental.symbolic_shapes import statically_known_true
+        return bool(statically_known_true(a == b)) or str(a) == str(b)
+    except Exception:  # noqa: BLE001 - sizes of two different shape environments
+        return str(a) == str(b)
+
+
+def check_recorded_values(gm: torch.fx.GraphModule, key: str | None, dtype: torch.dtype, where: str,
+                          graph_text: str) -> None:
+    """Each fused node records its value under the capture's key, a tensor of the fused output's shape and the graph's
+    dtype; and its x fits its weight."""
+    if key is None:
+        return
+    for node in (n for n in gm.graph.nodes if n.op == "call_function" and n.target == FUSED):
+        x = node.args[0] if node.args else node.kwargs.get("x")
+        weight = node.args[1] if len(node.args) > 1 else node.kwargs.get("weight")
+        x_val, w_val = recorded_value(x), recorded_value(weight)
+        if not isinstance(x_val, torch.Tensor) or not isinstance(w_val, torch.Tensor) or w_val.dim() != 2:
+            continue  # the operands carry no values either: nothing to compare with
+        if not all(isinstance(size, int) for size in (*x_val.shape, *w_val.shape)):
+            continue  # symbolic sizes: a graph rebuilt from the worker's description does not keep them, so here
+            # (in-process or not) nothing is compared; the graph is run at two batch sizes instead
+        expect(x_val.dim() >= 1 and same_size(x_val.shape[-1], w_val.shape[1]),
+               f"After fuse_linear_gelu {where}, fused node {node.name} multiplies x {tuple(x_val.shape)} by weight "
+               f"{tuple(w_val.shape)} transposed: x's last dim is not the weight's {w_val.shape[1]} features. Its x "
+               f"must be what the Linear multiplied; drop the views only after proving from node.meta['val'].shape "
+               f"that the input view keeps the last dim and only flattens the leading ones." + graph_text)
+        want = (*x_val.shape[:-1], w_val.shape[0])
+        # a graph sent back by the worker is rebuilt with each value under "val" and the keys it had in VALUE_KEYS_META
+        keys = node.meta.get(VALUE_KEYS_META, tuple(k for k in VALUE_KEYS if k in node.meta))
+        got = (node.meta.get("val") if VALUE_KEYS_META in node.meta else node.meta.get(key)) if key in keys else None
+        others = [k for k in keys if k != key]
+        expect(isinstance(got, torch.Tensor),
+               f"After fuse_linear_gelu {where}, fused node {node.name} has no recorded value under meta[{key!r}]"
+               f"{f' (meta[{others[0]!r}] is set instead)' if others else ''}, the key under "
+               f"which this capture records every other node's value ("
+               f"{'Dynamo uses' if key == 'example_value' else 'make_fx, export and aot_autograd use'} {key!r}). Passes that run after yours (shape propagation, a partitioner, your own matcher on the "
+               f"next pair) read it there: copy the replaced node's meta[{key!r}] onto the fused node.")
+        if not all(isinstance(size, int) for size in got.shape):
+            continue  # symbolic sizes recorded for static operands: left to the run
+        expect(len(got.shape) == len(want) and all(same_size(a, b) for a, b in zip(got.shape, want))
+               and got.dtype == dtype == x_val.dtype,
+               f"After fuse_linear_gelu {where}, fused node {node.name} records meta[{key!r}] of shape "
+               f"{tuple(got.shape)} and dtype {got.dtype}; it computes {tuple(want)} in {x_val.dtype}, the graph's "
+               f"dtype (x {tuple(x_val.shape)} times weight {tuple(w_val.shape)} transposed). The recorded value must "
+               f"have the fused output's shape and the graph's dtype: copy the meta of the node whose value the fused "
+               f"node now produces (a fake tensor made anew gets torch's default dtype, float32).")
+
+
+def second_size_inputs(inputs: tuple, method: str) -> tuple:
+    """Inputs at another batch size for a graph captured with a symbolic batch: dim 0 (export's Dim) changed, and under
+    Dynamo and aot_autograd every leading dim that had the same size (duck sizing gives them one symbol)."""
+    def resized(t: torch.Tensor) -> torch.Tensor:
+        batch = t.shape[0]
+        shape = [batch + 2 if (i == 0 or (method not in ("export", "export_core") and size == batch)) else size
+                 for i, size in enumerate(t.shape[:-1])] + [t.shape[-1]]
+        generator = torch.Generator().manual_seed(2)
+        return torch.randn(*shape, generator=generator, dtype=t.dtype)
+    return tuple(resized(t) for t in inputs)
+
+
 def tensor_placeholders_read(gm: torch.fx.GraphModule) -> set[str]:
     return {n.name for n in gm.graph.nodes
             if n.op == "placeholder" and n.users and isinstance(recorded_value(n), torch.Tensor)}
@@ -545,9 +720,24 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
         eager = model(*inputs)
     captured = programs.capture_any(model, inputs, method, dynamic=dynamic)
     gm = captured.gm
+    inputs2 = second_size_inputs(inputs, method) if dynamic else None
+    if case.edit is not None:  # the graph as edited by hand computes what it computes before any pass
+        case.edit(gm)
+        eager = captured.run(*inputs)
+    eager2 = None
+    if inputs2 is not None:
+        try:
+            eager2 = captured.run(*inputs2) if case.edit is not None else model(*inputs2)
+            if case.edit is None:
+                captured.run(*inputs2)  # the capture runs at this size without capturing again
+        except CaptureError:
+            eager2 = None  # the capture specialized the batch (a guard): no second size to run
     form = form_of(gm, method)
+    meta_key = meta_key_of(gm)
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     sizes = frozenset(n.name for n in gm.graph.nodes if is_size_arithmetic(n))
     before = Census.of(gm)
+    before_pairs = pairs_in(gm)
     before_text = format_graph(gm)
     before_names = {n.name: n.op for n in gm.graph.nodes}
     removable = left_dead_by_the_capture(gm)
@@ -591,6 +781,12 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
     new_dead = [name for name in after.dead if name not in before.dead]
     lost = [n for n in new_dead if before_names.get(n) == "get_attr"]
     lost = sorted(set(lost) | (operands_read - {n.name for n in gm.graph.nodes if n.op == "placeholder" and n.users}))
+    now_placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    expect(now_placeholders == placeholders,
+           f"After fuse_linear_gelu {where}, the graph's placeholders are {now_placeholders}; they were "
+           f"{placeholders}. Placeholders are the graph's inputs, its calling convention: the caller passes every one "
+           f"(Dynamo and aot_autograd pass sizes as placeholders too, read or not). Never delete one, even one nothing "
+           f"reads: a cleanup erases call_function and get_attr nodes only." + graph("after", after_text))
     expect(not lost,
            f"fuse_linear_gelu {where} lost operand(s): {', '.join(lost)} (a parameter or input the graph read before "
            f"your pass) is read by nothing now. Do not erase it: the fused node must take every operand of the "
@@ -615,16 +811,20 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
                f"fuse_linear_gelu {where} made fused node {node.name} with a tensor object as an argument. Node "
                f"arguments must be graph values (other nodes): read a module's parameter with a get_attr node, "
                f"gm.graph.get_attr('fc0.weight'), so the generated code can refer to it." + graph("after", after_text))
+    names_after = {n.name for n in gm.graph.nodes}
     if len(after.fused) < expected:
-        left = unfused_pairs(gm)
+        left = [str(p) for p in before_pairs if not p.unsafe and p.gelu in names_after]
         raise CheckFailed(
             f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s) (returned {returned!r}); "
             f"the model has {expected} safe Linear -> GELU pair(s)"
             + (f", still unfused: {', '.join(left)}" if left else "") + "." + note(case.note or FORM_NOTES[form])
             + graph("before", before_text))
+    unsafe_fused = [str(p) for p in before_pairs if p.unsafe and p.gelu not in names_after]
     expect(len(after.fused) == expected,
            f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s); only {expected} pair(s) "
-           f"are safe to fuse." + note(case.note or SINGLE_USER_NOTE) + graph("after", after_text))
+           f"are safe to fuse"
+           + (f". Replaced although not safe: {'; '.join(unsafe_fused)}" if unsafe_fused else "") + "."
+           + note(case.note or SINGLE_USER_NOTE) + graph("after", after_text))
     computed = len(after.linears) + len(after.fused)
     expect(computed == case.linears,
            f"After fuse_linear_gelu {where}, the graph computes {computed} linear layers ({len(after.linears)} "
@@ -650,6 +850,8 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
            f"fuses and what only they read (the weight's transpose, the views, their size arithmetic), and nodes "
            f"the capture already left without users; every other node stays." + graph("after", after_text))
 
+    check_recorded_values(gm, meta_key, case.dtype, where, graph("after", after_text))
+
     LINEAR_GELU_CALLS.reset()
     try:
         got = captured.run(*inputs)
@@ -665,6 +867,25 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
     except AssertionError as exc:
         raise CheckFailed(f"After fuse_linear_gelu {where}, running the graph no longer matches eager:\n{exc}"
                           + graph("after", after_text)) from None
+    if eager2 is not None:  # a symbolic batch: the rewritten graph must hold at every batch size, not the example's
+        shapes = ", ".join(str(tuple(t.shape)) for t in inputs2)
+        try:
+            got2 = captured.run(*inputs2)
+        except Exception as exc:  # noqa: BLE001 - the rewritten graph fails at another batch size
+            raise CheckFailed(f"After fuse_linear_gelu {where}, running the graph on input(s) of shape {shapes} (another "
+                              f"batch size; it ran at the example's) raised {type(exc).__name__}: "
+                              f"{(str(exc).strip().splitlines() or [''])[0][:300]}\nA symbolic batch means the graph "
+                              f"must hold for every batch size: a proof about sizes must hold for every value of the "
+                              f"symbols (statically_known_true(a == b)), not for the example's (bool(a == b))."
+                              + graph("after", after_text)) from exc
+        try:
+            torch.testing.assert_close(got2, eager2)
+        except AssertionError as exc:
+            raise CheckFailed(f"After fuse_linear_gelu {where}, running the graph on input(s) of shape {shapes} (another "
+                              f"batch size) no longer matches eager, though it did at the example's size:\n{exc}\nA "
+                              f"proof about symbolic sizes must hold for every value of the symbols "
+                              f"(statically_known_true(a == b)), not for the example's (bool(a == b))."
+                              + graph("after", after_text)) from None
     return gm
 
 
@@ -787,8 +1008,9 @@ def random_mlps_as_aten_graphs(ctx):
 
 @CHECKS.check(stage="decomposed", weight=3)
 def addmm_and_mm_fuse(ctx):
-    "decomposed graphs: addmm(b, x, t(w)) and mm(x, t(w)) -> gelu fuse"
+    "decomposed graphs: addmm(b, x, t(w)) and mm(x, t(w)) -> gelu fuse, t(w) spelled aten.t, permute [1, 0] or [-1, -2]"
     verify_each(ctx, [TWO_PAIRS_2D], ["make_fx", "aot_autograd", "export_core"])
+    verify_each(ctx, [TRANSPOSE_SPELLINGS], ["make_fx", "aot_autograd", "export_core"] if ctx.deep else ["make_fx"])
 
 
 @CHECKS.check(stage="decomposed", weight=3)
@@ -801,8 +1023,10 @@ def view_sandwich_fuses(ctx):
 
 @CHECKS.check(stage="decomposed", weight=2)
 def symbolic_batch_view_sandwich_fuses(ctx):
-    "a symbolic batch (export with a Dim, aot_autograd dynamic=True): the sandwich fuses, no size arithmetic left dead"
+    "a symbolic batch (export with a Dim, Dynamo and aot_autograd dynamic=True): the sandwich fuses, no size arithmetic left dead, every placeholder kept, the graph holds at another batch size"
     verify(ctx, ONE_PAIR_3D, "export_core", dynamic=True)  # sym_size.int(x, 0) and operator.mul feed the views
+    # Dynamo passes the sizes in as placeholders nothing reads (s77, s27): the graph runs only if they stay
+    verify(ctx, ONE_PAIR_3D, "dynamo", dynamic=True)
     if ctx.deep:  # aot_autograd passes the sizes in as placeholders and multiplies them: no sym_size there
         verify(ctx, TWO_PAIRS_4D, "aot_autograd", dynamic=True)
         verify(ctx, TWO_PAIRS_3D, "export_core", dynamic=True)
@@ -812,8 +1036,10 @@ def symbolic_batch_view_sandwich_fuses(ctx):
 
 @CHECKS.check(stage="decomposed", weight=2)
 def reshape_that_regroups_or_no_input_view_keeps_its_shape(ctx):
-    "a product whose reshape regroups the batch, or with no view on its input, fuses and keeps its output's shape"
+    "a product whose reshape regroups the batch, changes the feature size or has no input view keeps its output's shape"
     verify(ctx, RESHAPED_PRODUCTS, "make_fx")
+    # batch 3 == dim 1's 3 at the example: the regrouping view looks like the identity unless the batch is symbolic
+    verify(ctx, RESHAPED_SQUARE, "export_core", dynamic=True)
     if ctx.deep:
         verify(ctx, RESHAPED_PRODUCTS, "aot_autograd")
         verify(ctx, RESHAPED_PRODUCTS, "export_core")
@@ -846,9 +1072,10 @@ def random_mlps_as_decomposed_graphs(ctx):
 
 @CHECKS.check(stage="safety", weight=4)
 def linear_output_with_two_users_is_not_fused(ctx):
-    "a Linear output also read by a residual add, returned, or read before the GELU is not fused"
+    "a Linear output also read by a residual add, returned, read before the GELU or by a sym_size.int is not fused"
     verify_each(ctx, [TWO_READERS], EVERY_CAPTURE)
     verify_each(ctx, [GATE_BEFORE_GELU], ONE_PER_FORM)
+    verify_each(ctx, [SIZE_READER_3D], ("make_fx", *ONE_PER_FORM[:-1], "export_core") if ctx.deep else ["make_fx"])
 
 
 @CHECKS.check(stage="safety", weight=1)
@@ -918,8 +1145,10 @@ def gelu_subclass_fuses_only_with_gelu_forward(ctx):
 
 def program_case(program) -> Case:
     linears, gelus, fused = programs.expected_counts(program)
+    edit = ((lambda gm: programs.add_size_readers(gm, program))
+            if any(pair.reader == "size" for pair in program.pairs) else None)
     return Case(programs.program_text(program), lambda: programs.build_program(program), program.input_shape,
-                linears, gelus, fused, program.torch_dtype)
+                linears, gelus, fused, program.torch_dtype, edit=edit)
 
 
 @CHECKS.check(stage="safety", weight=3)
@@ -948,25 +1177,17 @@ def recorded_value(node: object) -> object:
 
 @CHECKS.check(stage="safety", weight=1)
 def fused_nodes_record_their_value(ctx):
-    "in graphs that record values, each fused node carries meta['val'] with its output's shape and dtype"
+    "each fused node records its value under the capture's meta key (Dynamo: example_value), its shape and dtype"
+    # verify() reads every fused node's recorded value in every graph that records values; here the dtypes and keys
+    # where a made-up value goes wrong: float64 and float16 (a new fake tensor is float32), Dynamo's example_value
     for method in ("dynamo", "make_fx", "export") if ctx.deep else ("dynamo", "make_fx"):
-        gm = verify(ctx, TWO_PAIRS_3D, method)
-        for node in (n for n in gm.graph.nodes if n.op == "call_function" and n.target == FUSED):
-            x = node.args[0] if node.args else node.kwargs.get("x")
-            weight = node.args[1] if len(node.args) > 1 else node.kwargs.get("weight")
-            x_val, w_val = recorded_value(x), recorded_value(weight)
-            if not isinstance(x_val, torch.Tensor) or not isinstance(w_val, torch.Tensor):
-                continue  # the operands carry no values either: nothing to compare with
-            want = (*x_val.shape[:-1], w_val.shape[0])
-            got = recorded_value(node)
-            expect(isinstance(got, torch.Tensor),
-                   f"After fuse_linear_gelu on the {method} graph of {TWO_PAIRS_3D.title}, fused node {node.name} "
-                   f"has no recorded value (meta['val'] is {got!r}), while every other node of this graph has one. "
-                   f"Passes that run after yours (shape propagation, a partitioner, your own matcher on the next "
-                   f"pair) read shapes from it: copy the replaced Linear's meta['val'] (Dynamo graphs: "
-                   f"meta['example_value']) onto the fused node — same shape, same dtype.")
-            expect(tuple(got.shape) == tuple(want) and got.dtype == x_val.dtype,
-                   f"After fuse_linear_gelu on the {method} graph of {TWO_PAIRS_3D.title}, fused node {node.name} "
-                   f"records a value of shape {tuple(got.shape)} and dtype {got.dtype}; it computes "
-                   f"{tuple(want)} {x_val.dtype} (x {tuple(x_val.shape)} times weight {tuple(w_val.shape)} "
-                   f"transposed). Copy the meta of the node whose value the fused node now produces.")
+        verify(ctx, in_dtype(TWO_PAIRS_3D, torch.float64), method)
+    verify(ctx, in_dtype(ONE_PAIR_3D, torch.float16), "make_fx")
+
+    def prop(example):
+        program, method, dynamic = example
+        verify(ctx, program_case(program), method, brief=True, dynamic=dynamic)
+
+    if ctx.deep:  # the learner profile reads the recorded values of every graph the other checks fuse
+        fuzz(ctx, programs.recording_captures(), prop, max_examples=20,
+             describe=lambda ex: f"{programs.program_text(ex[0])}\ncaptured with: {ex[1]}")

@@ -3,15 +3,20 @@
 A program is plain data (a `PairProgram` of `PairSpec`s); `build_program` turns it into an nn.Module and
 `expected_counts` reads off, from the design alone, how many Linears and GELUs it computes and which pairs are safe.
 Axes (see hidden/rules.toml): input rank 2..4; the Linear's form (nn.Linear, a subclass keeping or overriding its
-forward, F.linear with the bias positional / keyword / absent, a hand-written `x @ w.t()` whose reshapes flatten and
-restore, regroup the batch, or have no input view); the GELU's form (nn.GELU, a subclass keeping or overriding
-forward, F.gelu); approximate none/tanh; another reader of the Linear's output before the GELU, after it, or the
-graph's output; several pairs chained; and the capture, with a static or symbolic batch, including a custom Tracer
-that keeps subclasses whole.
+forward, F.linear with the bias positional / keyword / absent, a hand-written `x @ w.t()` or `x @ w.permute(-1, -2)`
+whose reshapes flatten and restore, regroup the batch, have no input view, or change the feature size on the input
+side); the GELU's form
+(nn.GELU, a subclass keeping or overriding forward, F.gelu); approximate none/tanh; another reader of the Linear's
+output before the GELU, after it, the graph's output, or a `sym_size.int` of it added to the captured graph by hand;
+several pairs chained; batch sizes all different or all equal (then a regrouping reshape looks like the identity at
+the example size, though it is none under a symbolic batch); and the capture, with a static or symbolic batch,
+including a custom Tracer that keeps subclasses whole.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import operator
 
 import torch
 import torch.fx
@@ -31,11 +36,19 @@ CHEAP_CAPTURES = ("symbolic_trace", LEAF_TRACER, "make_fx_pre_dispatch", "make_f
 
 # rank -> the input's leading dimensions; sizes differ, so a regrouping reshape is never the identity
 BATCHES = {2: (3,), 3: (2, 3), 4: (2, 3, 4)}
+# rank -> leading dimensions all equal: at the example size a regrouping reshape has the input's own batch sizes, so
+# only a symbolic batch tells it from a flatten-and-restore (a proof by the example's values says "identity")
+SQUARE_BATCHES = {2: (3,), 3: (3, 3), 4: (3, 3, 3)}
 LINEAR_FORMS = ("module", "functional", "module_keeps", "module_overrides", "matmul_flatten", "matmul_regroup",
-                "matmul_no_input_view")
+                "matmul_no_input_view", "matmul_refeature")
 GELU_FORMS = ("module", "functional", "module_keeps", "module_overrides")
-READERS = ("none", "before", "after", "output")
+# "size": an aten.sym_size.int of the Linear's output, added to the captured graph by hand (no capture makes one on
+# torch 2.13), whose value multiplies the graph's first output
+READERS = ("none", "before", "after", "output", "size")
 BIASES = ("positional", "keyword", "absent")
+# how a hand-written product spells the weight's transpose: aten.t, or aten.permute(w, [-1, -2]) in every decomposed
+# capture (w.transpose(0, 1), aten.transpose.int in make_fx, is one a pass may fuse or leave: not drawn)
+TRANSPOSES = ("t", "permute")
 
 
 class LeafSubclassTracer(torch.fx.Tracer):
@@ -66,6 +79,7 @@ class PairSpec:
     gelu: str = "module"
     approximate: str = "none"
     reader: str = "none"
+    transpose: str = "t"  # the matmul forms' spelling of w.T (TRANSPOSES)
 
     def safe(self) -> bool:
         return (self.reader == "none" and self.linear != "module_overrides" and self.gelu != "module_overrides")
@@ -78,10 +92,11 @@ class PairProgram:
     pairs: tuple[PairSpec, ...] = (PairSpec(),)
     dtype: str = "float32"
     seed: int = 0
+    square: bool = False  # leading dimensions all equal (SQUARE_BATCHES)
 
     @property
     def input_shape(self) -> tuple[int, ...]:
-        return (*BATCHES[self.rank], self.in_features)
+        return (*(SQUARE_BATCHES if self.square else BATCHES)[self.rank], self.in_features)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -95,6 +110,11 @@ class PairProgram:
             return tuple(c for c in CHEAP_CAPTURES if c in every)
         # weighted: the custom Tracer and the captures that keep a batch symbolic with a view sandwich come twice
         return every + tuple(c for c in (LEAF_TRACER, "export_core", "aot_autograd") if c in every)
+
+
+def refeature_split(width: int) -> int:
+    """How many rows a `matmul_refeature` product makes of each input row: its weight reads width // k features."""
+    return 2 if width % 2 == 0 else width
 
 
 def expected_counts(program: PairProgram) -> tuple[int, int, tuple[str, ...]]:
@@ -113,6 +133,9 @@ class Program(nn.Module):
             if pair.linear in ("module", "module_keeps", "module_overrides"):
                 cls = {"module": nn.Linear, "module_keeps": KeepsLinear, "module_overrides": ScaledLinear}[pair.linear]
                 setattr(self, f"fc{i}", cls(width, pair.out_features, bias=bias))
+            elif pair.linear == "matmul_refeature":  # reads width // k features per row: k rows per input row
+                k = refeature_split(width)
+                setattr(self, f"w{i}", nn.Parameter(torch.randn(pair.out_features, width // k) / (width // k) ** 0.5))
             else:
                 setattr(self, f"w{i}", nn.Parameter(torch.randn(pair.out_features, width) / width ** 0.5))
                 if bias and pair.linear == "functional":
@@ -120,7 +143,7 @@ class Program(nn.Module):
             if pair.gelu != "functional":
                 cls = {"module": nn.GELU, "module_keeps": KeepsGELU, "module_overrides": ShiftedGELU}[pair.gelu]
                 setattr(self, f"act{i}", cls(approximate=pair.approximate))
-            width = pair.out_features
+            width = pair.out_features * (refeature_split(width) if pair.linear == "matmul_refeature" else 1)
 
     def forward(self, x):
         h, returned = x, []
@@ -141,6 +164,7 @@ class Program(nn.Module):
         if pair.linear in ("module", "module_keeps", "module_overrides"):
             return getattr(self, f"fc{i}")(h)
         w = getattr(self, f"w{i}")
+        w_t = {"t": w.t, "permute": lambda: w.permute(-1, -2)}[pair.transpose]
         if pair.linear == "functional":
             if pair.bias == "positional":
                 return F.linear(h, w, getattr(self, f"b{i}"))
@@ -148,12 +172,15 @@ class Program(nn.Module):
                 return F.linear(h, w, bias=getattr(self, f"b{i}"))
             return F.linear(h, w)
         lead = h.shape[:-1]
+        if pair.linear == "matmul_refeature":  # (*lead, W) -> (-1, W // k) @ w.T -> (*lead, k * out): the batch
+            k = refeature_split(h.shape[-1])    # comes back, the feature size does not
+            return (h.reshape(-1, h.shape[-1] // k) @ w_t()).reshape(*lead, k * w.shape[0])
         if h.dim() == 2:  # a matrix already: no view on either side
-            return h @ w.t()
+            return h @ w_t()
         flat = h.reshape(-1, h.shape[-1])
         if pair.linear == "matmul_no_input_view":
             flat = torch.relu(flat)  # the product reads the relu, not a view of h
-        product = flat @ w.t()
+        product = flat @ w_t()
         if pair.linear == "matmul_regroup":  # same elements, other leading dims: (B, S, out) -> (S, B, out)
             return product.reshape(*reversed(lead[1:]), -1, w.shape[0])
         return product.reshape(*lead, w.shape[0])
@@ -163,6 +190,48 @@ def build_program(program: PairProgram) -> nn.Module:
     with torch.random.fork_rng():
         torch.manual_seed(program.seed)
         return Program(program).to(program.torch_dtype).eval()
+
+
+def add_size_readers(gm: torch.fx.GraphModule, program: PairProgram) -> None:
+    """For each pair whose reader is "size": add `s = aten.sym_size.int(z, 0)` reading that pair's Linear output z
+    (the i-th Linear of the captured graph, in graph order), just before the output, and multiply the graph's first
+    output by `s`. No capture
+    makes such a reader on torch 2.13; another pass, or a graph built by hand, can."""
+    graph = gm.graph
+    linears = [n for n in graph.nodes if is_linear_node(gm, n)]
+    assert len(linears) == len(program.pairs), f"internal: {len(linears)} Linear nodes for {len(program.pairs)} pairs"
+    sizes = []
+    output = next(n for n in graph.nodes if n.op == "output")
+    for node, pair in zip(linears, program.pairs):
+        if pair.reader == "size":
+            with graph.inserting_before(output):  # last: a pass may rewire it to any node without breaking order
+                sizes.append(graph.call_function(torch.ops.aten.sym_size.int, (node, 0)))
+    if sizes:
+        scale_first_output(gm, sizes)
+
+
+def is_linear_node(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """A Linear of a pair program in any capture: a module call, F.linear / aten.linear, or the addmm / mm product."""
+    if node.op == "call_module":
+        return isinstance(gm.get_submodule(node.target), nn.Linear)
+    return node.op == "call_function" and node.target in (
+        torch._C._nn.linear, torch.ops.aten.linear.default, torch.ops.aten.addmm.default, torch.ops.aten.mm.default)
+
+
+def scale_first_output(gm: torch.fx.GraphModule, factors: list) -> None:
+    """Multiply the graph's first output by each of `factors` (graph values), in new nodes before the output."""
+    graph = gm.graph
+    output = next(n for n in graph.nodes if n.op == "output")
+    result = output.args[0]
+    first = result[0] if isinstance(result, (tuple, list)) else result
+    with graph.inserting_before(output):
+        for factor in factors:
+            first = graph.call_function(operator.mul, (first, factor))
+    if isinstance(result, (tuple, list)):
+        output.args = (type(result)([first, *result[1:]]),)
+    else:
+        output.args = (first,)
+    gm.recompile()
 
 
 def program_text(program: PairProgram) -> str:
@@ -182,9 +251,14 @@ def program_text(program: PairProgram) -> str:
                               f"{p.out_features})  # regroups the batch",
             "matmul_no_input_view": f"(relu(h.reshape(-1, {width})) @ w{i}.t()).reshape(*h.shape[:-1], "
                                     f"{p.out_features})",
+            "matmul_refeature": f"(h.reshape(-1, {width // refeature_split(width)}) @ w{i}.t()).reshape(*h.shape[:-1], "
+                                f"{p.out_features * refeature_split(width)})  # w{i}: ({p.out_features}, "
+                                f"{width // refeature_split(width)}); the views change the feature size",
         }[p.linear]
-        if p.linear.startswith("matmul") and program.rank == 2:
+        if p.linear.startswith("matmul") and p.linear != "matmul_refeature" and program.rank == 2:
             linear = f"h @ w{i}.t()"
+        if p.linear.startswith("matmul"):
+            linear = linear.replace(f"w{i}.t()", {"t": f"w{i}.t()", "permute": f"w{i}.permute(-1, -2)"}[p.transpose])
         gelu = {"module": "nn.GELU", "module_keeps": "KeepsGELU", "module_overrides": "ShiftedGELU"}.get(p.gelu)
         gelu = (f"{gelu}(approximate={p.approximate!r})(z{i})" + ("  # overrides forward: gelu(z - 0.5)"
                                                                    if p.gelu == "module_overrides" else "")
@@ -193,8 +267,10 @@ def program_text(program: PairProgram) -> str:
         if p.reader == "before":
             lines.append(f"gate{i} = sigmoid(z{i})  # reads z{i} before the GELU")
         lines.append(f"h = {gelu}" + {"before": f" * gate{i}", "after": f" + z{i}  # reads z{i} after the GELU",
-                                      "output": f"  # z{i} is also returned", "none": ""}[p.reader])
-        width = p.out_features
+                                      "output": f"  # z{i} is also returned", "none": "",
+                                      "size": f"  # and s{i} = aten.sym_size.int(z{i}, 0), added to the captured "
+                                              f"graph by hand, multiplies the first output"}[p.reader])
+        width = p.out_features * (refeature_split(width) if p.linear == "matmul_refeature" else 1)
     return "\n".join(lines)
 
 
@@ -210,19 +286,36 @@ def pair_specs() -> st.SearchStrategy[PairSpec]:
         gelu=st.sampled_from(GELU_FORMS),
         approximate=st.sampled_from(("none", "tanh")),
         reader=st.sampled_from(("none", "none", *READERS[1:])),
+        transpose=st.sampled_from(TRANSPOSES),
     )
 
 
-def pair_programs(max_pairs: int = 3) -> st.SearchStrategy[PairProgram]:
-    """Chains of 1..max_pairs pairs on inputs of rank 2..4, float32 or float64."""
+def pair_programs(max_pairs: int = 3, dtypes: tuple[str, ...] = ("float32", "float64")) -> st.SearchStrategy[PairProgram]:
+    """Chains of 1..max_pairs pairs on inputs of rank 2..4 with leading sizes all different or all equal, in one of
+    `dtypes`."""
     return st.builds(
         PairProgram,
         in_features=st.integers(min_value=1, max_value=5),
         rank=st.sampled_from((3, 2, 4)),
         pairs=st.lists(pair_specs(), min_size=1, max_size=max_pairs).map(tuple),
-        dtype=st.sampled_from(("float32", "float64")),
+        dtype=st.sampled_from(dtypes),
         seed=st.integers(min_value=0, max_value=2 ** 16),
+        square=st.booleans(),
     )
+
+
+RECORDING_CAPTURES = ("dynamo", "export", "make_fx_pre_dispatch", *DECOMPOSED_CAPTURES)
+
+
+def recording_captures(max_pairs: int = 2, dtypes: tuple[str, ...] = ("float64", "float16", "float32")
+                       ) -> st.SearchStrategy[tuple[PairProgram, str, bool]]:
+    """(program, capture, False): pair programs in `dtypes`, captured by a tool that records values (meta "val",
+    Dynamo's "example_value")."""
+    def plans(program: PairProgram):
+        return st.tuples(st.just(program), st.sampled_from([c for c in program.captures() if c in RECORDING_CAPTURES]),
+                         st.just(False))
+
+    return pair_programs(max_pairs, dtypes).flatmap(plans)
 
 
 def program_captures(max_pairs: int = 3, dynamic: bool = True,

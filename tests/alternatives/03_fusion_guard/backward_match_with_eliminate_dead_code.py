@@ -37,7 +37,7 @@ def _untranspose(node):
     if isinstance(node, torch.fx.Node) and node.op == "call_function":
         if node.target is A.t.default:
             return node.args[0]
-        if node.target is A.permute.default and list(node.args[1]) == [1, 0]:
+        if node.target is A.permute.default and [d % 2 for d in node.args[1]] == [1, 0]:
             return node.args[0]
     return None
 

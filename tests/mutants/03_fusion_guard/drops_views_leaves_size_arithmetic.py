@@ -74,7 +74,7 @@ def _transposed_weight(wt):
         return wt.args[0]
     if wt.target == aten.permute.default:
         dims = wt.args[1] if len(wt.args) > 1 else wt.kwargs.get("dims")
-        if list(dims) == [1, 0]:
+        if [d % 2 for d in dims] == [1, 0]:  # [-1, -2] transposes too
             return wt.args[0]
     return None
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from katas.common.ops import LINEAR_GELU
 
-KILLED_BY = ("reshape_that_regroups_or_no_input_view_keeps_its_shape",)
+KILLED_BY = ("random_pair_programs", "reshape_that_regroups_or_no_input_view_keeps_its_shape")
 
 aten = torch.ops.aten
 _VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
@@ -74,7 +74,7 @@ def _transposed_weight(wt):
         return wt.args[0]
     if wt.target == aten.permute.default:
         dims = wt.args[1] if len(wt.args) > 1 else wt.kwargs.get("dims")
-        if list(dims) == [1, 0]:
+        if [d % 2 for d in dims] == [1, 0]:  # [-1, -2] transposes too
             return wt.args[0]
     return None
 
