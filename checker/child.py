@@ -105,6 +105,12 @@ def _raised_by_attempt(exc: BaseException, attempt_path: Path) -> bool:
     return attempt_location(exc, attempt_path)[0] is not None
 
 
+def _raised_in_attempt_itself(exc: BaseException, attempt_path: Path) -> bool:
+    from checker.worker import raised_in_attempt
+
+    return raised_in_attempt(exc, attempt_path)
+
+
 def classify_exception(exc: BaseException, attempt_path: Path) -> tuple[str, str]:
     """Map an exception escaping a check to (check status, learner-facing message)."""
     from checker.remote import ProtocolError, RemoteError, WorkerDied, memory_limit_mb
@@ -118,8 +124,13 @@ def classify_exception(exc: BaseException, attempt_path: Path) -> tuple[str, str
     if name == "MemoryError" or "can't allocate memory" in str(exc):
         return "error", (f"your code ran out of memory{' at ' + where if where else ''}: the process running it may "
                          f"use at most {memory_limit_mb()} MiB (FX_KATAS_MEMORY_LIMIT_MB sets the limit)")
-    if isinstance(exc, NotImplementedError) and (line or not str(exc)):
+    raised_here = exc.raised_in_attempt if remote else _raised_in_attempt_itself(exc, attempt_path)
+    if isinstance(exc, NotImplementedError) and ((line and raised_here) or not str(exc)):
         return "not_implemented", f"not implemented yet ({where}): {exc}".replace(" (): ", ": ")
+    if isinstance(exc, NotImplementedError) and where:  # raised by a library your code called: not a stub
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        return "error", (f"your code raised NotImplementedError at {where}: {first_line} (raised inside a library "
+                         "call your code made, not by your code: something there is not supported)")
     if isinstance(exc, AssertionError) and not remote and not _raised_by_attempt(exc, attempt_path):
         return "fail", str(exc).strip() or "the check's assertion failed"
     if name == "SystemExit":

@@ -74,6 +74,7 @@ class RemoteError(Exception):
     remote_module = ""
     attempt_line: int | None = None
     attempt_function: str = ""
+    raised_in_attempt: bool = True  # a raise statement of learner code, not torch, is the innermost frame
     remote_traceback: str = ""
 
 
@@ -689,6 +690,7 @@ class Worker:
         exc = mirror(str(error["message"]))
         exc.attempt_line = error.get("line") if isinstance(error.get("line"), int) else None
         exc.attempt_function = str(error.get("function") or "")
+        exc.raised_in_attempt = bool(error.get("raised_here", True))
         exc.remote_traceback = str(error.get("traceback", ""))[-8000:]
         return exc
 

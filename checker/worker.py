@@ -121,12 +121,26 @@ def attempt_frame(exc: BaseException, attempt_path: Path) -> tuple[int | None, s
     return found
 
 
+def raised_in_attempt(exc: BaseException, attempt_path: Path) -> bool:
+    """Whether learner code raised `exc` itself: the innermost frame of its traceback is a `raise` statement of a
+    file outside the installed packages and the standard library (the attempt, or a stub of another kata it calls),
+    not a line that called into torch, which raised."""
+    import sysconfig
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or not (frames[-1].line or "").lstrip().startswith("raise"):
+        return False
+    installed = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return not any(frames[-1].filename.startswith(path + "/") for path in installed)
+
+
 def describe_exception(exc: BaseException, attempt_path: Path) -> dict:
     line, function = attempt_frame(exc, attempt_path)
     cls = type(exc)
     message = exc.msg if isinstance(exc, SyntaxError) and exc.msg else str(exc)
     return {"module": cls.__module__, "qualname": cls.__qualname__, "mro": [c.__name__ for c in cls.__mro__],
             "message": message[:4000], "line": line, "function": function,
+            "raised_here": raised_in_attempt(exc, attempt_path),
             "traceback": "".join(traceback.format_exception(exc))[-8000:]}
 
 
