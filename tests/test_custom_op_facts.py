@@ -253,3 +253,86 @@ def test_fusing_before_the_split_puts_the_fused_op_in_both_graphs():
     seen = probes.train(reference, "pair F.gelu(z)", [[2, 3]])
     assert seen["forward"]["fused"] == 1 and seen["backward"]["fused_backward"] == 1
     assert seen["forward"]["aten.gelu"] == 0
+
+
+# --- blind round 2: strides, vjp, fake kernels of undeclared writes, what counts as a write --------------------
+
+def test_f_linear_takes_a_transposed_x_and_view_does_not():
+    """README 'Step 1': any strides; flatten with reshape, never view."""
+    x = torch.randn(3, 2, 4).transpose(0, 1)
+    assert F.linear(x, torch.randn(5, 4)).shape == (2, 3, 5) and x.reshape(-1, 4).shape == (6, 4)
+    with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+        x.view(-1, 4)
+
+
+@torch.library.custom_op("kata7facts::gelu_grad_by_vjp", mutates_args=())
+def gelu_grad_by_vjp(grad: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    return torch.func.vjp(F.gelu, z)[1](grad)[0]
+
+
+def test_vjp_inside_a_kernel_runs_eagerly_and_fails_under_a_dispatch_mode():
+    """README 'Step 3': torch.func.vjp in a kernel fails as soon as a TorchDispatchMode is active."""
+    z, grad = torch.randn(3), torch.randn(3)
+    leaf = z.clone().requires_grad_()
+    torch.testing.assert_close(gelu_grad_by_vjp(grad, z), torch.autograd.grad(F.gelu(leaf), leaf, grad)[0])
+    with pytest.raises(Exception, match="storage"):
+        with probes.OpRecorder():
+            gelu_grad_by_vjp(grad, z)
+
+
+@torch.library.custom_op("kata7facts::write_undeclared_no_fake", mutates_args=())
+def write_undeclared_no_fake(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(x * 2)
+
+
+@torch.library.custom_op("kata7facts::write_declared_no_fake", mutates_args=("out",))
+def write_declared_no_fake(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(x * 2)
+
+
+def test_custom_op_writes_the_fake_kernel_of_a_declared_write_only():
+    """README 'Step 4': declared, custom_op generates the fake kernel; undeclared, torch.compile stops at the op."""
+    def into_buffer(op):
+        def run(x):
+            out = torch.zeros(3)
+            op(x, out)
+            return out + 0
+        return run
+
+    compiled = torch.compile(into_buffer(write_declared_no_fake), backend="aot_eager", fullgraph=True)
+    assert torch.equal(compiled(torch.ones(3)), torch.full((3,), 2.0))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="no fake impl registered"):
+        torch.compile(into_buffer(write_undeclared_no_fake), backend="aot_eager", fullgraph=True)(torch.ones(3))
+
+
+def test_dynamo_writes_nn_relu_as_relu_inplace_false_and_keeps_writes_through_views():
+    """README 'In-place writes': nn.ReLU() is relu(t, inplace=False); t[0].mul_ writes through a getitem view."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = nn.ReLU()
+
+        def forward(self, x):
+            t = x * 1
+            r = self.act(t)
+            t[0].mul_(0.5)
+            return r + t
+
+    found = calls(dynamo_graph(M(), torch.randn(2, 3)))
+    assert any(name == "relu" and kwargs == {"inplace": False} for name, _, kwargs in found)
+    gm = dynamo_graph(M(), torch.randn(2, 3))
+    write = next(n for n in gm.graph.nodes if n.op == "call_method" and n.target == "mul_")
+    assert write.args[0].target.__name__ == "getitem"
+
+
+@pytest.mark.parametrize("write", ["b.add_(1.0)", "w.mul_(0.5)", "t[0].mul_(0.5)"])
+def test_a_write_into_any_input_or_a_view_of_one_changes_the_output_of_a_pair_fused_past_it(write):
+    """README 'In-place writes': the weight and the bias are inputs like x, and a view writes into its input."""
+    layout = ("layout", (("linear", True), ("gelu", True), (write, True), ("reader", True)), "F.gelu(z)", 0)
+    model, x = probes.build(layout)
+    gm, _, compiled, graphs = probes._dynamo_graph(model, x)
+    assert len(replace_pattern(gm, _pattern_no_keyword, _fused_none)) == 1
+    fused = probes._run_and_backward(model, compiled, x)["outputs"][0]
+    assert len(graphs) == 1
+    assert not torch.allclose(fused, probes.eager_run(layout, x)["outputs"][0])

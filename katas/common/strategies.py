@@ -273,6 +273,18 @@ def linear_gelu_calls_any_dtype() -> st.SearchStrategy[dict]:
         lambda drawn: {**drawn[0], "dtype": drawn[1]})
 
 
+# how x is laid out in memory (kata 7's OpCase.x_layout): contiguous, or its two first dimensions swapped by a
+# transpose (a (1, 0) stride order: flattening the leading dimensions then needs reshape, not view)
+LINEAR_GELU_X_LAYOUTS = ("contiguous", "transposed")
+
+
+def linear_gelu_calls_any_layout() -> st.SearchStrategy[dict]:
+    """`linear_gelu_calls_any_dtype` with x contiguous or transposed (LINEAR_GELU_X_LAYOUTS): an op accepts any
+    strides, as F.linear does. Shrinks toward a contiguous x."""
+    return st.tuples(linear_gelu_calls_any_dtype(), st.sampled_from(LINEAR_GELU_X_LAYOUTS)).map(
+        lambda drawn: {**drawn[0], "x_layout": drawn[1]})
+
+
 def linear_gelu_call_pairs() -> st.SearchStrategy[tuple[dict, dict]]:
     """Two calls of the fused op made before one backward (two layers of a model): the second differs from the
     first in approximate and in having a bias, so a backward that reads state left by the last forward call
@@ -295,25 +307,36 @@ IN_PLACE_WRITES = ("t.mul_(0.5)", "t += 1", "t[0] = 0", "F.relu(t, inplace=True)
                    "torch.mul(t, 0.5, out=t)")
 
 
-def grad_mode_layouts() -> st.SearchStrategy[tuple]:
+# in-place writes into the other inputs of the pair, and through views (z = F.linear(t, w, b), w and b copies of
+# fc's parameters): which input is written (x, weight, bias) and how (directly, through a view)
+PAIR_INPUT_WRITES = ("w.mul_(0.5)", "b.add_(1.0)", "t[0].mul_(0.5)", "t.view(-1).add_(1.0)", "w.t().mul_(0.5)",
+                     "b[1:].zero_()", "torch.transpose(w, 0, 1).mul_(0.5)")
+# steps that write into no input of the pair: a write into another tensor u, and nn.ReLU(), which Dynamo records
+# as relu(t, inplace=False)
+NOT_PAIR_INPUT_WRITES = ("u.mul_(2.0)", "nn.ReLU()(t)")
+
+
+def grad_mode_layouts(writes: tuple = IN_PLACE_WRITES, others: tuple = ()) -> st.SearchStrategy[tuple]:
     """Kata 7's rewrite inputs, as plain data: ("layout", steps, gelu form, seed). `steps` is the forward pass in
     program order, each (kind, grad_on): "linear" (z = fc(t)), "gelu" (h = gelu(z)), "reader" (the first reader of
     h), maybe "reader2" (a second reader), maybe "unrelated" (a value computed from x alone) and maybe one in-place
     write to t, the pair's input (a kind of IN_PLACE_WRITES), anywhere. A run of steps with grad off is one
     `with torch.no_grad():` block, so the readers and the unrelated value land before, inside or after blocks, and
-    the write before, between or after the pair and its first reader. Shrinks toward a pair and its reader with
-    grad on."""
-    return _grad_mode_layout()
+    the write before, between or after the pair and its first reader. `writes`: the kinds of write drawn
+    (PAIR_INPUT_WRITES adds writes into the weight and bias and through views); `others`: steps that write into no
+    input of the pair (NOT_PAIR_INPUT_WRITES), maybe one, anywhere (none by default). Shrinks toward a pair and its
+    reader with grad on."""
+    return _grad_mode_layout(tuple(writes), tuple(others))
 
 
 @st.composite
-def _grad_mode_layout(draw) -> tuple:
+def _grad_mode_layout(draw, writes: tuple = IN_PLACE_WRITES, others: tuple = ()) -> tuple:
     kinds = ["linear", "gelu", "reader"]
     if draw(st.booleans()):
         kinds.append("reader2")
-    for extra in ("unrelated", "write"):
+    for extra in ("unrelated", "write") + (("other",) if others else ()):
         if draw(st.booleans()):
-            kind = draw(st.sampled_from(IN_PLACE_WRITES)) if extra == "write" else extra
+            kind = draw(st.sampled_from({"write": writes, "other": others}[extra])) if extra != "unrelated" else extra
             kinds.insert(draw(st.integers(min_value=0, max_value=len(kinds))), kind)
     modes = draw(st.lists(st.booleans().map(lambda b: not b), min_size=len(kinds), max_size=len(kinds)))
     return ("layout", tuple(zip(kinds, modes)), draw(st.sampled_from(GRAD_LAYOUT_GELU_FORMS)),

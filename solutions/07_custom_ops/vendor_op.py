@@ -163,10 +163,29 @@ def _writes_in_place(node: torch.fx.Node, inputs: set) -> bool:
             or (name.endswith("_") and not name.endswith("__")))
 
 
+# methods (and torch functions) whose result shares its first argument's memory: a write into it writes there too
+VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "t", "transpose", "permute", "unsqueeze", "squeeze",
+                "flatten", "unflatten", "expand", "expand_as", "narrow", "select", "diagonal", "movedim", "swapaxes",
+                "unfold", "detach", "as_strided", "split", "chunk", "unbind"}
+
+
+def _views_of(inputs: set, graph: torch.fx.Graph) -> set:
+    """`inputs` and every node that is a view of one (`t[0]`, `t.view(-1)`, `w.t()`, a view of a view), in graph
+    order."""
+    views = set(inputs)
+    for node in graph.nodes:
+        if node.op in ("call_method", "call_function") and node.args and node.args[0] in views and (
+                node.target is operator.getitem
+                or (node.target if node.op == "call_method" else getattr(node.target, "__name__", "")) in VIEW_METHODS):
+            views.add(node)
+    return views
+
+
 def no_in_place_write(match: InternalMatch, graph: torch.fx.Graph, pattern: torch.fx.Graph) -> bool:
     """True if no node between the match's first node and where its replacement goes writes in place into one of
-    the match's inputs: the fused op, put after that write, would read the written value."""
-    inputs = {node for node in match.placeholder_nodes if isinstance(node, torch.fx.Node)}
+    the match's inputs (x, weight or bias), directly or through a view of it: the fused op, put after that write,
+    would read the written value."""
+    inputs = _views_of({node for node in match.placeholder_nodes if isinstance(node, torch.fx.Node)}, graph)
     return not any(_writes_in_place(node, inputs) for node in _between_match_and_insertion(match, graph))
 
 

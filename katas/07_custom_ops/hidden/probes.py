@@ -70,11 +70,18 @@ class OpCase:
     dtype: str = "float32"
     seed: int = 0
     x_requires_grad: bool = True
+    x_layout: str = "contiguous"  # or "transposed": katas.common.strategies.LINEAR_GELU_X_LAYOUTS
 
     def tensors(self, requires_grad: bool = False) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
         generator = torch.Generator().manual_seed(self.seed)
         dtype = getattr(torch, self.dtype)
-        x = torch.randn(*self.lead, self.in_features, generator=generator, dtype=dtype)
+        if self.x_layout == "transposed" and self.lead:  # the same shape, its first two dimensions' strides swapped
+            shape = (*self.lead, self.in_features)
+            x = torch.randn(shape[1], shape[0], *shape[2:], generator=generator, dtype=dtype).transpose(0, 1)
+        elif self.x_layout == "transposed":  # a vector has no two dimensions to swap: every second element instead
+            x = torch.randn(2 * self.in_features, generator=generator, dtype=dtype)[::2]
+        else:
+            x = torch.randn(*self.lead, self.in_features, generator=generator, dtype=dtype)
         weight = torch.randn(self.out_features, self.in_features, generator=generator, dtype=dtype)
         bias = torch.randn(self.out_features, generator=generator, dtype=dtype) if self.bias else None
         if requires_grad:
@@ -88,6 +95,10 @@ class OpCase:
         shape = (*self.lead, self.in_features)
         bias = "a bias" if self.bias else "no bias (None)"
         grad = "" if self.x_requires_grad else ", x without requires_grad"
+        if self.x_layout == "transposed":
+            made = (f"torch.randn{(shape[1], shape[0], *shape[2:])}.transpose(0, 1)" if self.lead else
+                    f"torch.randn({2 * self.in_features})[::2]")
+            grad += f", x laid out as {made} (strides {self.tensors()[0].stride()})"
         return (f"x {shape} {self.dtype}, weight ({self.out_features}, {self.in_features}), {bias}, "
                 f"approximate={self.approximate!r}{grad}")
 
@@ -410,6 +421,20 @@ class GradModes(nn.Module):
         raise ValueError(self.kind)
 
 
+PAIR_INPUT_WRITES = {  # katas.common.strategies.PAIR_INPUT_WRITES: into w, b (z = F.linear(t, w, b)) or through views
+    "w.mul_(0.5)": lambda v: v["w"].mul_(0.5),
+    "b.add_(1.0)": lambda v: v["b"].add_(1.0),
+    "t[0].mul_(0.5)": lambda v: v["t"][0].mul_(0.5),
+    "t.view(-1).add_(1.0)": lambda v: v["t"].view(-1).add_(1.0),
+    "w.t().mul_(0.5)": lambda v: v["w"].t().mul_(0.5),
+    "b[1:].zero_()": lambda v: v["b"][1:].zero_(),
+    "torch.transpose(w, 0, 1).mul_(0.5)": lambda v: torch.transpose(v["w"], 0, 1).mul_(0.5),
+}
+WRITTEN_INPUT = {kind: kind.replace("torch.transpose(", "")[0] for kind in PAIR_INPUT_WRITES}  # "t", "w" or "b"
+NOT_PAIR_INPUT_WRITES = {  # katas.common.strategies.NOT_PAIR_INPUT_WRITES: no write into the pair's inputs
+    "u.mul_(2.0)": lambda v: v["u"].mul_(2.0),
+    "nn.ReLU()(t)": lambda v: v.__setitem__("r", v["relu"](v["t"])),
+}
 IN_PLACE_WRITES = {  # an in-place write to t, as katas.common.strategies.IN_PLACE_WRITES names it
     "t.mul_(0.5)": lambda t: t.mul_(0.5),
     "F.relu(t, inplace=True)": lambda t: F.relu(t, inplace=True),
@@ -425,7 +450,10 @@ class GradLayout(nn.Module):
     in-place write, in the order and grad
     modes a layout of katas.common.strategies.grad_mode_layouts gives: each run of steps with grad off is one
     `with torch.no_grad():` block. With an in-place write, the pair reads t = x.detach().clone() and its Linear
-    is frozen (eager autograd refuses a backward through a Linear whose saved input was written afterwards)."""
+    is frozen (eager autograd refuses a backward through a Linear whose saved input was written afterwards). A
+    write into w or b (PAIR_INPUT_WRITES) makes the Linear F.linear(t, w, b), w and b copies of fc's parameters
+    made first; u (a write into it) and r = relu(t) by nn.ReLU() are made when a step uses them, and every one of
+    these is read by the returned value."""
 
     def __init__(self, layout: tuple) -> None:
         super().__init__()
@@ -433,7 +461,11 @@ class GradLayout(nn.Module):
         self.fc = nn.Linear(4, 5)
         self.act = Pair.FORMS[form]
         self.head, self.tail, self.other = nn.Linear(5, 3), nn.Linear(5, 3), nn.Linear(4, 3)
-        self.writes = any(kind in IN_PLACE_WRITES for kind, _ in steps)
+        kinds = {kind for kind, _ in steps}
+        self.writes = any(kind in IN_PLACE_WRITES or kind in PAIR_INPUT_WRITES for kind in kinds)
+        self.copies = any(WRITTEN_INPUT.get(kind) in ("w", "b") for kind in kinds)  # F.linear(t, w, b)
+        self.uses_u, self.uses_relu = "u.mul_(2.0)" in kinds, "nn.ReLU()(t)" in kinds
+        self.relu = nn.ReLU()
         if self.writes:
             self.fc.requires_grad_(False)
         runs: list[tuple[bool, list[str]]] = []
@@ -446,7 +478,7 @@ class GradLayout(nn.Module):
 
     def _step(self, kind: str, x, t, values: dict) -> None:
         if kind == "linear":
-            values["z"] = self.fc(t)
+            values["z"] = F.linear(t, values["w"], values["b"]) if self.copies else self.fc(t)
         elif kind == "gelu":
             values["h"] = self.act(values["z"])
         elif kind in ("reader", "reader2", "unrelated"):
@@ -455,12 +487,20 @@ class GradLayout(nn.Module):
             values["out"] = y if values.get("out") is None else values["out"] + y
         elif kind == "t += 1":
             t += 1
+        elif kind in PAIR_INPUT_WRITES:
+            PAIR_INPUT_WRITES[kind](values)
+        elif kind in NOT_PAIR_INPUT_WRITES:
+            NOT_PAIR_INPUT_WRITES[kind](values)
         else:
             IN_PLACE_WRITES[kind](t)
 
     def forward(self, x):
         t = x.detach().clone() if self.writes else x
-        values: dict = {"out": None}
+        values: dict = {"out": None, "t": t, "relu": self.relu}
+        if self.copies:
+            values["w"], values["b"] = self.fc.weight * 1, self.fc.bias * 1
+        if self.uses_u:
+            values["u"] = x.detach().clone()
         for grad_on, kinds in self.runs:
             if grad_on:
                 for kind in kinds:
@@ -470,6 +510,9 @@ class GradLayout(nn.Module):
                     for kind in kinds:
                         self._step(kind, x, t, values)
         out = values["out"]
+        for name in ("w", "b", "u", "r"):
+            if name in values:
+                out = out + values[name].sum()
         return out + t.sum() if self.writes else out
 
 

@@ -132,6 +132,11 @@ def no_in_place_write(match, original_graph, pattern_graph) -> bool:
     """No node between the match's first node and its first reader writes in place into one of its inputs."""
     inputs = {n for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)}
     inner = {n for n in match.nodes_map.values() if isinstance(n, torch.fx.Node) and n not in inputs}
+    for n in original_graph.nodes:  # a view of an input shares its memory: t[0], t.view(-1), w.t()
+        name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
+        if n.args and n.args[0] in inputs and name in ("getitem", "view", "reshape", "t", "transpose", "permute",
+                                                        "narrow", "select", "unsqueeze", "squeeze", "flatten"):
+            inputs.add(n)
     readers = {u for r in match.returning_nodes for u in r.users}
     started = False
     for n in original_graph.nodes:

@@ -111,6 +111,17 @@ def _writes_into(node: torch.fx.Node) -> Optional[torch.fx.Node]:
     return node.args[0] if in_place else None
 
 
+_VIEWS = {"getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze"}
+
+
+def _memory_of(node):
+    """The tensor whose memory `node` is: itself, or for a view (t[0], t.view(-1), w.t()) what it views."""
+    while isinstance(node, torch.fx.Node) and node.args and (
+            node.target if node.op == "call_method" else getattr(node.target, "__name__", "")) in _VIEWS:
+        node = node.args[0]
+    return node
+
+
 def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
     modes = _grad_mode_at(gm.graph)
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
@@ -124,7 +135,8 @@ def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
             continue
         if len(linear.users) != 1 or modes[linear] != modes[gelu]:
             continue
-        if any(order[linear] < at < order[gelu] and written is linear.args[0] for at, written in writes):
+        inputs = [a for a in (*linear.args, *linear.kwargs.values()) if isinstance(a, torch.fx.Node)]
+        if any(order[linear] < at < order[gelu] and _memory_of(written) in inputs for at, written in writes):
             continue
         pairs.append((linear, gelu))
     for linear, gelu in pairs:

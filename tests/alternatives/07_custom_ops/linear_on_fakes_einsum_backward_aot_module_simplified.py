@@ -140,12 +140,18 @@ def no_in_place_write(match, original_graph, pattern_graph) -> bool:
     start = min(order[n] for n in inner)
     readers = [u for r in match.returning_nodes for u in r.users]
     stop = min(order[u] for u in readers) if readers else max(order[r] for r in match.returning_nodes) + 1
-    for value in match.placeholder_nodes:
-        if isinstance(value, torch.fx.Node):
-            for user in value.users:
-                if start < order[user] < stop and _is_in_place_on(user, value):
-                    return False
+    values = [v for v in match.placeholder_nodes if isinstance(v, torch.fx.Node)]
+    for value in values:  # grows with every view of an input (t[0], t.view(-1), w.t()): it writes there too
+        for user in value.users:
+            if start < order[user] < stop and _is_in_place_on(user, value):
+                return False
+            name = user.target if user.op == "call_method" else getattr(user.target, "__name__", "")
+            if user.args and user.args[0] is value and name in _VIEWS and user not in values:
+                values.append(user)
     return True
+
+
+_VIEWS = {"getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze"}
 
 
 def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:

@@ -113,7 +113,19 @@ def _no_write_until_insertion(match, graph, pattern) -> bool:
     first = min(position[n] for n in inner)
     insert_at = min(position[u] for n in match.returning_nodes for u in n.users)
     inputs = [n for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)]
-    return not any(first < position[n] < insert_at and _in_place_target(n) in inputs for n in graph.nodes)
+    return not any(first < position[n] < insert_at and _viewed(_in_place_target(n)) in inputs for n in graph.nodes)
+
+
+def _viewed(node):
+    """What a view (t[0], t.view(-1), w.t(), a view of a view) shares its memory with; other nodes as they are."""
+    import operator
+
+    views = ("view", "t", "transpose", "reshape", "select", "narrow")
+    while isinstance(node, torch.fx.Node) and node.args and (
+            node.target is operator.getitem or (node.op == "call_method" and node.target in views)
+            or (node.op == "call_function" and getattr(node.target, "__name__", "") in views)):
+        node = node.args[0]
+    return node
 
 
 def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
