@@ -26,9 +26,10 @@ class MixedDialectError(ValueError):
 def node_dialect(node: torch.fx.Node) -> Dialect | None:
     """The dialect one node belongs to, or None for a neutral node.
 
-    Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, custom ops (namespace neither
-    aten nor prims), operator.getitem, higher-order ops, grad-mode/autocast switches, and arithmetic on sizes
-    (a call_function whose recorded value is a SymInt or a number). An aten OpOverloadPacket is TORCH.
+    Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, shape arithmetic (a call_function
+    whose recorded value is a size: a SymInt, SymFloat, SymBool or a plain number, whatever its target, an aten
+    overload such as aten.sym_size.int too), custom ops (namespace neither aten nor prims), operator.getitem,
+    higher-order ops and grad-mode/autocast switches. An aten OpOverloadPacket is TORCH.
     See README.md, "Classifying one node": the first row that matches decides.
     """
     raise NotImplementedError("node_dialect: classify one node — README.md, 'Classifying one node'")
@@ -36,7 +37,8 @@ def node_dialect(node: torch.fx.Node) -> Dialect | None:
 
 def detect_dialect(gm: torch.fx.GraphModule) -> Dialect:
     """The dialect of the whole graph, the subgraphs its higher-order ops call included; MixedDialectError
-    when aten-level nodes meet module- or torch-level ones. Answer for the graph as it is now (no caching).
+    when aten-level nodes meet module- or torch-level ones. Answer for the graph as it is now (no caching, and
+    nothing kept from one call to the next).
 
     See README.md, "Subgraphs" and "Classifying a graph".
     """

@@ -219,13 +219,17 @@ DIALECT_PROGRAM_LEAVES = ("core", "linear", "custom")
 DIALECT_PROGRAM_HOPS = ("cond", "map", "no_grad", "autocast", "wrap")
 
 
-def dialect_program_bodies(hops=DIALECT_PROGRAM_HOPS, max_depth: int = 3) -> st.SearchStrategy[tuple]:
+def dialect_program_bodies(hops=DIALECT_PROGRAM_HOPS, max_depth: int = 3,
+                           leaves=DIALECT_PROGRAM_LEAVES) -> st.SearchStrategy[tuple]:
     """Kata 1's program bodies, as plain hashable trees (katas/01_dialects/hidden/programs.py builds them): leaves
     ("core",) relu(h) * 2, ("linear",) a Linear, ("custom",) kata::linear_gelu; ("seq", a, b); and higher-order
     ops from `hops` nesting up to `max_depth` deep: ("cond", true_body, false_body) with branches drawn apart (so
     one branch may hold another level than the other), ("map", body), ("no_grad", body), ("autocast", body),
-    ("wrap", body). Shrinks toward one core leaf, then shallower trees."""
-    leaves = st.sampled_from(DIALECT_PROGRAM_LEAVES).map(lambda kind: (kind,))
+    ("wrap", body). `leaves` may add leaf kinds (kata 1 adds ("chunk",), a call whose value is a tuple of tensors)
+    and `hops` other higher-order ops (("scan", body)); any HOP but cond takes one body. Shrinks toward one core
+    leaf, then shallower trees."""
+    leaf_kinds = leaves
+    leaves = st.sampled_from(tuple(leaf_kinds)).map(lambda kind: (kind,))
 
     def deeper(depth: int) -> st.SearchStrategy[tuple]:
         if depth == 0 or not hops:
@@ -243,18 +247,20 @@ def dialect_program_bodies(hops=DIALECT_PROGRAM_HOPS, max_depth: int = 3) -> st.
 
 
 def dialect_programs(captures, *, dynamic_captures=(), hops_for=None, sizes=("none", "int", "float", "bool"),
-                     edits=("none", "dead_subgraphs", "partitioned"), max_depth: int = 3) -> st.SearchStrategy[tuple]:
+                     edits=("none", "dead_subgraphs", "partitioned"), max_depth: int = 3,
+                     leaves=DIALECT_PROGRAM_LEAVES) -> st.SearchStrategy[tuple]:
     """("program", body, sizes, method, dynamic, edit) for kata 1's differential fuzz: a body
     (`dialect_program_bodies`, with the higher-order ops `hops_for[method]` allows), the size arithmetic multiplied
     into the result ("int" sym_max(b * 2, 2), "float" sym_float(b) / 2, "bool" b > 1; b = x.shape[0]: SymInt,
     SymFloat, SymBool with a symbolic batch, plain numbers in static captures that record them), a capture
     from `captures`, a symbolic batch size where `dynamic_captures` allow it, and how a pass then edits the graph
-    (`edits`). Shrinks toward a core leaf, no sizes, the first capture, static shapes, no edit."""
+    (`edits`); `leaves` as in `dialect_program_bodies`. Shrinks toward a core leaf, no sizes, the first capture,
+    static shapes, no edit."""
 
     def for_method(method: str) -> st.SearchStrategy[tuple]:
         hops = tuple((hops_for or {}).get(method, DIALECT_PROGRAM_HOPS))
         dynamic = st.booleans() if method in dynamic_captures else st.just(False)
-        return st.tuples(st.just("program"), dialect_program_bodies(hops, max_depth), st.sampled_from(sizes),
+        return st.tuples(st.just("program"), dialect_program_bodies(hops, max_depth, leaves), st.sampled_from(sizes),
                          st.just(method), dynamic, st.sampled_from(edits))
 
     return st.sampled_from(tuple(captures)).flatmap(for_method)

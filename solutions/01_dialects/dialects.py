@@ -54,21 +54,19 @@ def _recorded_value(node: torch.fx.Node) -> object:
 
 
 def _is_structure(node: torch.fx.Node) -> bool:
-    """A call_function that says nothing about the level: it unpacks, switches a mode, calls subgraphs, or
-    computes sizes."""
+    """A call_function that says nothing about the level: it unpacks, switches a mode or calls subgraphs."""
     target = node.target
     if target is operator.getitem or any(target is switch for switch in MODE_SWITCHES):
         return True
-    if isinstance(target, torch._ops.HigherOrderOperator):
-        return True  # cond, while_loop, wrap_with_set_grad_enabled, ...: the ops are in its subgraphs
-    return isinstance(_recorded_value(node), SHAPE_VALUES)
+    return isinstance(target, torch._ops.HigherOrderOperator)  # cond, scan, ...: the ops are in its subgraphs
 
 
 def node_dialect(node: torch.fx.Node) -> Dialect | None:
     """The dialect one node belongs to, or None when the node is neutral.
 
-    Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, and the structure call_functions
-    (getitem, higher-order ops, mode switches, shape arithmetic), and custom ops (any namespace but aten/prims).
+    Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, shape arithmetic (a call_function
+    that records a size, whatever its target: aten.sym_size.int too), custom ops (any namespace but aten/prims),
+    and the structure call_functions (getitem, higher-order ops, mode switches).
     """
     if node.op == "call_module":
         return None if node.target == GUARDS_MODULE else Dialect.MODULE
@@ -76,6 +74,8 @@ def node_dialect(node: torch.fx.Node) -> Dialect | None:
         return Dialect.TORCH
     if node.op != "call_function":
         return None
+    if isinstance(_recorded_value(node), SHAPE_VALUES):
+        return None  # shape arithmetic, whatever the target: operator.mul on SymInts, aten.sym_size.int, ...
     target = node.target
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         if _namespace(target) not in ATEN_NAMESPACES:

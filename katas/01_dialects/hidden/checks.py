@@ -112,16 +112,18 @@ def expect_node(ctx: Context, node: torch.fx.Node, expected: str | None, why: st
     expect(got == expected, f"node_dialect({node_text(node)}) returned {got!r}, expected {expected!r}: {why}")
 
 
-def expect_graph(ctx: Context, gm: torch.fx.GraphModule, expected: str, how: str, why: str) -> None:
+def expect_graph(ctx: Context, gm: torch.fx.GraphModule, expected: str, how: str, why: str, detail: str = "") -> None:
+    """`detail`: lines shown between the reason and the graph (a generated program's description)."""
+    shown = f"{detail}\n" if detail else ""
     try:
         got = value(ctx.attempt.detect_dialect(gm))
     except ValueError as exc:
         if type(exc).__name__ != "MixedDialectError":
             raise
-        raise CheckFailed(f"detect_dialect on {how} raised MixedDialectError ({exc}), expected {expected!r}: {why}\n"
-                          f"graph: {graph_summary(gm)}") from None
-    expect(got == expected, f"detect_dialect on {how} returned {got!r}, expected {expected!r}: {why}\n"
-                            f"graph: {graph_summary(gm)}")
+        raise CheckFailed(f"detect_dialect on {how} raised MixedDialectError ({exc}), expected {expected!r}. Why: "
+                          f"{why}.\n{shown}graph: {graph_summary(gm)}") from None
+    expect(got == expected, f"detect_dialect on {how} returned {got!r}, expected {expected!r}. Why: {why}.\n"
+                            f"{shown}graph: {graph_summary(gm)}")
 
 
 def expect_zoo(ctx: Context, models, method: str, expected: str, why: str, *, dynamic: bool = False,
@@ -140,21 +142,35 @@ def expect_answer(answer: str | None, expected: str | None, asked: str, why: str
     expect(answer == expected, f"{asked} returned {answer!r}, expected {expected!r}: {why}\ngraph: {graph_summary(graph)}")
 
 
-def expect_program(ctx: Context, program: tuple, expected: str, why: str, *, gm: torch.fx.GraphModule | None = None) -> None:
+def expect_program(ctx: Context, program: tuple, expected: str, why: str, *, gm: torch.fx.GraphModule | None = None,
+                   describe: str | None = None) -> None:
     """A generated program (programs.py): every node the program holds (subgraphs its higher-order ops call
     included) as the reference answers, then the graph as `expected` (the lesson's answer; "mixed" for
-    MixedDialectError)."""
+    MixedDialectError), asked twice: an answer must not depend on what an earlier call left behind."""
     gm = programs.program_graph(program) if gm is None else gm
-    how = "the program below"
+    described = programs.describe_program(program) if describe is None else describe
     for node in all_nodes(gm):
         want = value(ctx.reference.node_dialect(node))
         got = value(ctx.attempt.node_dialect(node))
-        expect(got == want, f"node_dialect({node_text(node)}) returned {got!r}, expected {want!r}: {why}\n"
-                            f"{programs.describe_program(program)}")
+        expect(got == want, f"node_dialect({node_text(node)}) returned {got!r}, expected {want!r}. Why: {why}.\n"
+                            f"{described}")
+    how = "the program described below"
     if expected == "mixed":
-        expect_mixed(ctx, gm, f"{how}: {programs.describe_program(program)}", why)
+        expect_mixed(ctx, gm, how, why, described)
     else:
-        expect_graph(ctx, gm, expected, f"{how}: {programs.describe_program(program)}\n", why)
+        expect_graph(ctx, gm, expected, how, why, described)
+    try:
+        again = value(ctx.attempt.detect_dialect(gm))
+    except ValueError as exc:
+        if type(exc).__name__ != "MixedDialectError":
+            raise
+        again = "mixed"
+    shown = {"mixed": "MixedDialectError"}
+    expect(again == expected,
+           f"detect_dialect answered {shown.get(expected, repr(expected))} for the program below, then "
+           f"{shown.get(again, repr(again))} when asked again about the same graph object: an answer must not depend "
+           f"on an earlier call. Keep nothing from one call to the next (a set of visited subgraphs kept in a default "
+           f"argument or a global makes the second call skip them).\n{described}\ngraph: {graph_summary(gm)}")
 
 
 # --- MixedDialectError: the exception, and the two nodes its message must name ---------------------------------
@@ -192,18 +208,19 @@ def _expect_names_one_node_of_each_level(ctx: Context, gm: torch.fx.GraphModule,
         f"Your message quotes the name of {lacks}" + (f" ({'; '.join(hints)})" if hints else "") + f": {text[:300]!r}")
 
 
-def expect_mixed(ctx: Context, gm: torch.fx.GraphModule, how: str, why: str) -> None:
+def expect_mixed(ctx: Context, gm: torch.fx.GraphModule, how: str, why: str, detail: str = "") -> None:
     error_type = getattr(ctx.attempt, "MixedDialectError", None)
+    shown = f"\n{detail}" if detail else ""
     try:
         got = ctx.attempt.detect_dialect(gm)
     except ValueError as exc:
         if error_type is None or not isinstance(exc, error_type):
             raise CheckFailed(f"detect_dialect on {how} raised {type(exc).__name__}: {exc}; expected MixedDialectError "
-                              f"because {why}") from None
+                              f"because {why}{shown}") from None
         _expect_names_one_node_of_each_level(ctx, gm, how, str(exc))
         return
-    raise CheckFailed(f"detect_dialect on {how} returned {value(got)!r}; expected MixedDialectError because {why}\n"
-                      f"graph: {graph_summary(gm)}")
+    raise CheckFailed(f"detect_dialect on {how} returned {value(got)!r}; expected MixedDialectError because {why}."
+                      f"{shown}\ngraph: {graph_summary(gm)}")
 
 
 # --- stage: nodes -----------------------------------------------------------------------------------------
@@ -252,6 +269,11 @@ def torch_level_calls_are_torch(ctx):
                 "symbolic_trace records no values: a call_function with no recorded value is torch-level, an "
                 "operator.mul too (symbolic_trace of `torch.ops.aten.relu.default(x) * 2`); only a recorded size "
                 "makes it neutral")
+    gm = programs.unedited_graph(("chunk",), "none", "dynamo", False)
+    expect_node(ctx, find_node(gm, lambda n: n.target is torch.chunk, "torch.chunk"), "torch",
+                "Dynamo of `torch.cat(torch.chunk(h, 2, -1)[::-1], -1)`: torch.chunk records a tuple of two tensors "
+                "(meta['example_value']), and a tuple is not a size, whatever it holds: only SymInt, SymFloat, "
+                "SymBool, int, float and bool values are. Look at your size test: 'not a tensor' is not 'a size'")
     gm = captured("attention", "symbolic_trace")
     expect_node(ctx, find_node(gm, lambda n: n.op == "call_method", "call_method"), "torch",
                 "a call_method node (x.softmax(...), x.transpose(...)) is a torch-level tensor method")
@@ -371,7 +393,7 @@ def _size_kind(node: torch.fx.Node) -> str | None:
 
 @CHECKS.check(stage="nodes", weight=1)
 def shape_arithmetic_is_neutral(ctx):
-    "arithmetic on sizes (SymInt, SymFloat, SymBool, int, float, bool values) is neutral; aten.sym_size.int is an aten op"
+    "a call_function that records a size (SymInt, SymFloat, SymBool, int, float, bool) is neutral, aten.sym_size.int too"
     gm = captured("split_gate", "export", dynamic=True)
     size_mul = find_node(gm, lambda n: n.target is operator.mul, "operator.mul on sizes")
     gm_dynamo = captured("split_gate", "dynamo", dynamic=True)
@@ -383,22 +405,28 @@ def shape_arithmetic_is_neutral(ctx):
     expect_node(ctx, dynamo_size_mul, None,
                 "Dynamo records the value in meta['example_value'] (the node has no 'val'): a SymInt here, so shape "
                 "arithmetic")
-    expect_node(ctx, find_node(gm, lambda n: n.target == aten.sym_size.int, "aten.sym_size.int"), "core_aten",
-                "aten.sym_size.int is an aten OpOverload, tagged torch.Tag.core: the OpOverload rows come before the "
-                "rule for sizes")
+    expect_node(ctx, find_node(gm, lambda n: n.target == aten.sym_size.int, "aten.sym_size.int"), None,
+                "aten.sym_size.int reads x.shape[0] and records a SymInt: a size, and the size row comes before the "
+                "aten rows (whatever the target, an aten overload too)")
     seen = set()
     for method, dynamic in (("export", True), ("dynamo", False), ("symbolic_trace_values", False)):
         graph = programs.capture_program(("core",), "all", method, dynamic)
         how = f"{method}{' with a symbolic batch b' if dynamic else ''} of `relu(x) * 2" \
               f"{programs.describe_sizes('all')}`"
         for node in graph.graph.nodes:
-            is_op = isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
-            kind = _size_kind(node) if node.op == "call_function" and not is_op else None
+            kind = _size_kind(node) if node.op == "call_function" else None
             if kind is not None:
                 seen.add(kind)
                 expect_node(ctx, node, None, f"its recorded value is a {kind}, a size ({how}): every kind of size "
                                              f"counts, SymInt, SymFloat, SymBool and plain int, float, bool")
     assert seen >= set(SIZE_KINDS.values()), f"internal: torch {torch.__version__} recorded only {sorted(seen)}"
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(lambda x: x * x.sum().item() + x.numel(), tracing_mode="symbolic")(torch.randn(3, 4))
+    for target in (aten._local_scalar_dense.default, aten.sym_numel.default):
+        node = find_node(gm, lambda n: n.target == target, str(target))
+        expect_node(ctx, node, None, f"make_fx(tracing_mode='symbolic') of `x * x.sum().item() + x.numel()` records a "
+                                     f"{_size_kind(node)} for {target}: a size, whatever the target")
     for meta, expected, why in (
             ({"val": None, "example_value": 4}, "torch", "its meta has 'val' (None: no value recorded) and "
              "'example_value' 4: a 'val' that is present decides, even None, and None is not a size"),
@@ -460,14 +488,15 @@ def dynamo_graphs_with_custom_ops_cond_and_symbolic_sizes_are_torch(ctx):
 
 @CHECKS.check(stage="torch", weight=2)
 def dynamo_export_graphs(ctx):
-    "torch._dynamo.export graphs are TORCH, and MixedDialectError once they read a size (aten.sym_size.int)"
+    "torch._dynamo.export graphs are TORCH, also when they read a size with aten.sym_size.int"
     if ctx.deep:  # the fuzz captures with torch._dynamo.export too
         expect_program(ctx, ("program", ("seq", ("core",), ("linear",)), "none", "dynamo_export", False, "none"),
                        "torch", "torch._dynamo.export is Dynamo: torch-level calls (relu, mul, linear), parameters as "
                                 "get_attr")
-    expect_program(ctx, ("program", ("linear",), "int", "dynamo_export", True, "none"), "mixed",
-                   "torch._dynamo.export reads x.shape[0] with aten.sym_size.int, an aten OpOverload (core), inside a "
-                   "torch-level graph (linear is torch-level): by the lesson's rules that graph mixes levels")
+    expect_program(ctx, ("program", ("linear",), "int", "dynamo_export", True, "none"), "torch",
+                   "torch._dynamo.export reads x.shape[0] with aten.sym_size.int, which records a SymInt. A "
+                   "call_function that records a size is shape arithmetic, neutral whatever its target (the size row "
+                   "comes before the aten rows). So linear, the other ops, decide: torch-level, TORCH")
 
 
 @CHECKS.check(stage="torch", weight=2)
@@ -498,8 +527,8 @@ def make_fx_export_aot_graphs_are_aten(ctx):
 def symbolic_batch_graphs_are_aten(ctx):
     "export and aot_autograd with a symbolic batch size are ATEN"
     expect_zoo(ctx, ("split_gate",), "export", "aten", dynamic=True, deep_also=("attention",),
-               why="export with a Dim computes sizes with aten.sym_size.int and operator.mul on SymInts: shape "
-                   "arithmetic is neutral, and aten.reshape / aten.linear are not core")
+               why="export with a Dim computes sizes with aten.sym_size.int and operator.mul, both recording SymInts: "
+                   "shape arithmetic is neutral, and aten.reshape / aten.linear are not core")
     expect_zoo(ctx, ("mlp_3d",), "aot_autograd", "aten", dynamic=True,
                why="aot_autograd with dynamic=True multiplies SymInt sizes with operator.mul; aten.t is not core")
 
@@ -532,14 +561,34 @@ def every_subgraph_of_every_higher_order_op_counts(ctx):
          "of the root"),
         (("seq", ("core",), ("map", ("linear",))),
          "map's body subgraph holds aten.linear: every higher-order op's subgraphs count, not only cond's and the "
-         "lesson's list")]
+         "lesson's list"),
+        (("seq", ("core",), ("scan", ("linear",))),
+         "scan's combine subgraph (scan_combine_graph_0) holds aten.linear: every HigherOrderOperator calls its "
+         "subgraphs, scan too, whether or not the lesson names it. Walk the subgraphs of every higher-order op "
+         "node (isinstance(node.target, torch._ops.HigherOrderOperator)), not of a list of names")]
     if ctx.deep:
         cases += [
             (("cond", ("core",), ("linear",)), "only the false branch (false_graph_0) holds aten.linear, not core"),
             (("cond", ("core",), ("no_grad", ("cond", ("core",), ("linear",)))),
              "three levels deep: the graph's cond, a no_grad block in its false branch, a cond inside that")]
     for body, why in cases:
-        expect_program(ctx, ("program", body, "none", "export", False, "none"), "aten", why)
+        method = "make_fx" if body[-1][0] == "scan" else "export"  # make_fx keeps scan too, at a fifth of the cost
+        expect_program(ctx, ("program", body, "none", method, False, "none"), "aten", why)
+
+
+@CHECKS.check(stage="aten", weight=2)
+def subgraphs_inside_tuple_arguments_count(ctx):
+    "a subgraph a higher-order op takes inside a tuple argument counts (flex_attention's mask_mod)"
+    cases = programs.FLEX_CASES if ctx.deep else (("core", "not_core", "make_fx"),)
+    for score, mask, method in cases:
+        expected = "aten" if mask == "not_core" else "core_aten"
+        why = ("the flex_attention node takes score_mod's subgraph as a direct argument and mask_mod's inside its "
+               "block-mask tuple; the top level holds only that node and getitems, so the two subgraphs decide, and "
+               f"mask_mod's {'aten.floor_divide is not core' if mask == 'not_core' else 'ops are all core'}. A "
+               "higher-order op's subgraphs can sit anywhere among its arguments: inside tuples and lists, or as "
+               "keyword arguments (node.all_input_nodes lists them all)")
+        expect_program(ctx, ("flex", score, mask, method), expected, why, gm=programs.flex_graph(score, mask, method),
+                       describe=programs.describe_flex(score, mask, method))
 
 
 @CHECKS.check(stage="aten", weight=1)
@@ -562,7 +611,8 @@ def decomposed_exports_are_core_aten(ctx):
     expect_zoo(ctx, ("mlp",), "export_core", "core_aten", deep_also=("attention", "residual"),
                why="run_decompositions() lowers these models' ops to the core ATen set: each target has torch.Tag.core")
     expect_zoo(ctx, ("split_gate",), "export_core", "core_aten", dynamic=True,
-               why="aten.sym_size.int is core; operator.mul on SymInt sizes is shape arithmetic, neutral")
+               why="aten.sym_size.int and operator.mul record SymInt sizes: shape arithmetic, neutral; the tensor "
+                   "ops are core")
     expect_zoo(ctx, ("fused_linear_gelu",), "export_core", "core_aten",
                "every aten op is core; the custom op kata.linear_gelu rides along (neutral)")
     expect_zoo(ctx, (), "export_core", "core_aten", deep_also=("cond_branches",),
@@ -645,6 +695,11 @@ def only_the_subgraphs_higher_order_ops_call_count(ctx):
                    "a pass removed the no_grad block's wrap_with_set_grad_enabled node: its subgraph stays an attribute "
                    "of the GraphModule, but no higher-order op calls it any more, so it is not part of the program; "
                    "nothing left shows a level. Walk the subgraphs higher-order op nodes call, not gm.modules()")
+    expect_program(ctx, ("program", ("no_grad", ("linear",)), "none", "export", False, "unread_get_attrs"),
+                   "torch", "a pass erased the wrap_with_set_grad_enabled node without eliminate_dead_code(): the "
+                   "get_attr node that fetched its subgraph is still in the graph, but no node reads it, so no "
+                   "higher-order op calls that subgraph and it is not part of the program. A subgraph counts when a "
+                   "higher-order op node takes it as an argument, not when a get_attr node fetches it")
     if ctx.deep:
         expect_program(ctx, ("program", ("cond", ("core",), ("linear",)), "none", "export", False, "dead_subgraphs"),
                        "torch", "a pass removed the cond: its branches stay attributes, called by no node")
@@ -764,7 +819,8 @@ PROGRAM_EXAMPLES = {"learner": 2, "deep": 14}
 def random_programs_in_every_capture_and_edit(ctx):
     "random programs (higher-order ops nested, sizes of every kind) in every capture, edited by passes"
     strategy = dialect_programs(tuple(programs.PROGRAM_CAPTURES), dynamic_captures=programs.DYNAMIC_PROGRAM_CAPTURES,
-                                hops_for=programs.PROGRAM_CAPTURES, max_depth=3 if ctx.deep else 2)
+                                hops_for=programs.PROGRAM_CAPTURES, max_depth=3 if ctx.deep else 2,
+                                leaves=programs.LEAVES, edits=programs.EDITS)
 
     def agrees(program) -> None:
         try:

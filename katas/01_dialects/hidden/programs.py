@@ -4,8 +4,10 @@ into a model, captured one of many ways and edited the way a pass leaves a graph
 A program is ("program", body, sizes, method, dynamic, edit):
 
 * body, a tree: ("core",) relu(h) * 2 (core ATen ops); ("linear",) a Linear (aten.linear / aten.t, not core);
-  ("custom",) kata::linear_gelu (a custom op); ("seq", a, b) a then b; and the higher-order ops (HOPS):
-  ("cond", true_body, false_body) torch.cond, ("map", body) torch._higher_order_ops.map, ("no_grad", body)
+  ("custom",) kata::linear_gelu (a custom op); ("chunk",) torch.chunk(h, 2, -1) swapped and concatenated (a
+  torch-level call whose recorded value is a tuple of tensors, not a size); ("seq", a, b) a then b; and the
+  higher-order ops (HOPS): ("cond", true_body, false_body) torch.cond, ("map", body) torch._higher_order_ops.map,
+  ("scan", body) torch._higher_order_ops.scan (a HOP the lesson's table does not name), ("no_grad", body)
   (export: wrap_with_set_grad_enabled), ("autocast", body) (export: wrap_with_autocast), ("wrap", body)
   (Dynamo's `wrap` higher-order op). Nesting: a HOP's body may hold HOPs.
 * sizes: what is computed from the batch size b = x.shape[0] and multiplied into the result: "none", "int"
@@ -15,8 +17,13 @@ A program is ("program", body, sizes, method, dynamic, edit):
 * method: a capture of `katas.common.capture.CAPTURES`, "dynamo_export" (torch._dynamo.export) or
   "symbolic_trace_values".
 * edit: "none"; "dead_subgraphs" (a pass makes the graph return its input and drops dead code: the subgraphs of
-  the removed higher-order ops stay behind as attributes); "partitioned" (a partitioner fuses runs of
-  call_function nodes into call_module GraphModules, as katas 4 and 5 do).
+  the removed higher-order ops stay behind as attributes); "unread_get_attrs" (the same pass, but it erases only
+  the call nodes nothing reads, without eliminate_dead_code(): the get_attr nodes that fetched the subgraphs stay
+  in the graph with no reader); "partitioned" (a partitioner fuses runs of call_function nodes into call_module
+  GraphModules, as katas 4 and 5 do).
+
+Also here: `flex_graph`, flex_attention captured with its mask's subgraph inside the block-mask tuple argument
+(`FLEX_CASES`: which subgraph holds which level, and the capture).
 """
 from __future__ import annotations
 
@@ -29,24 +36,24 @@ import torch.nn as nn
 
 WIDTH = 4
 BATCH = 4
-HOPS = ("cond", "map", "no_grad", "autocast", "wrap")
-LEAVES = ("core", "linear", "custom")
+HOPS = ("cond", "map", "scan", "no_grad", "autocast", "wrap")
+LEAVES = ("core", "linear", "custom", "chunk")
 SIZES = ("none", "int", "float", "bool")
 # which higher-order ops each capture can take (symbolic_trace cannot trace cond or map; some captures inline a
 # `with` block or wrap rather than keep a higher-order op)
 PROGRAM_CAPTURES = {
     "symbolic_trace": ("no_grad", "autocast", "wrap"),
     "symbolic_trace_values": ("no_grad", "autocast", "wrap"),
-    "dynamo": ("cond", "map", "no_grad", "autocast", "wrap"),
-    "dynamo_export": ("cond", "map", "no_grad", "autocast", "wrap"),
-    "make_fx": ("cond", "map", "no_grad", "autocast", "wrap"),
-    "make_fx_pre_dispatch": ("cond", "map", "no_grad", "autocast", "wrap"),
-    "export": ("cond", "map", "no_grad", "autocast", "wrap"),
-    "export_core": ("cond", "map", "no_grad", "autocast", "wrap"),
-    "aot_autograd": ("cond", "map", "no_grad", "autocast", "wrap"),
+    "dynamo": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
+    "dynamo_export": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
+    "make_fx": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
+    "make_fx_pre_dispatch": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
+    "export": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
+    "export_core": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
+    "aot_autograd": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
 }
 DYNAMIC_PROGRAM_CAPTURES = ("dynamo", "dynamo_export", "export", "export_core", "aot_autograd")
-EDITS = ("none", "dead_subgraphs", "partitioned")
+EDITS = ("none", "dead_subgraphs", "unread_get_attrs", "partitioned")
 
 
 def _leaves(body: tuple) -> list[tuple]:
@@ -74,6 +81,9 @@ class ProgramModel(nn.Module):
                 return torch.relu(h) * 2
             if kind == "linear":
                 return self.lins[index](h)
+            if kind == "chunk":
+                left, right = torch.chunk(h, 2, -1)
+                return torch.cat([right, left], -1)
             lin = self.lins[index]
             return torch.ops.kata.linear_gelu(h, lin.weight, lin.bias)
         if kind == "seq":
@@ -92,6 +102,19 @@ class ProgramModel(nn.Module):
             _count(body[1], counter)
             # map over a leading dimension of one: each row is h itself, so maps nest at any depth
             return hop_map(lambda row: self._run(body[1], row, [start]), h.unsqueeze(0)).squeeze(0)
+        if kind == "scan":
+            from torch._higher_order_ops.scan import scan
+
+            start = counter[0]
+            _count(body[1], counter)
+
+            def combine(carry: torch.Tensor, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                out = self._run(body[1], row + carry * 0, [start])
+                return out, out.clone()
+
+            # scan over a leading dimension of one: the carry out of the only step is body(h); the initial carry
+            # h * 0 keeps the top level core (zeros_like is not core)
+            return scan(combine, h * 0, h.unsqueeze(0))[0]
         if kind == "no_grad":
             with torch.no_grad():
                 return self._run(body[1], h, counter)
@@ -171,6 +194,21 @@ def kill_everything_but_the_input(gm: torch.fx.GraphModule) -> torch.fx.GraphMod
     return gm
 
 
+def erase_unread_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """What a pass without eliminate_dead_code() leaves: the output returns the first input, and it erases the call
+    nodes nothing reads (last first), but not the get_attr nodes, so those that fetched the removed higher-order ops'
+    subgraphs stay in the graph with no reader."""
+    first = next(n for n in gm.graph.nodes if n.op == "placeholder" and "val" not in n.meta
+                 or n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor))
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    output.args = (first,) if not isinstance(output.args[0], (tuple, list)) else ((first,),)
+    for node in reversed(list(gm.graph.nodes)):
+        if node.op.startswith("call_") and not node.users:
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm
+
+
 def partition(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """What katas 4 and 5's partitioner makes: runs of call_function nodes (higher-order ops, getitem and nodes
     that compute sizes apart) fused into call_module GraphModules named fused_N."""
@@ -204,6 +242,8 @@ def program_graph(program: tuple) -> torch.fx.GraphModule:
     gm = capture_program(body, sizes, method, dynamic)
     if edit == "dead_subgraphs":
         return kill_everything_but_the_input(gm)
+    if edit == "unread_get_attrs":
+        return erase_unread_calls(gm)
     if edit == "partitioned":
         return partition(gm)
     return gm
@@ -217,12 +257,16 @@ def describe_body(body: tuple) -> str:
         return "Linear(h)"
     if kind == "custom":
         return "kata.linear_gelu(h, w, b)"
+    if kind == "chunk":
+        return "torch.cat(torch.chunk(h, 2, -1)[::-1], -1)"
     if kind == "seq":
         return f"{describe_body(body[1])} then {describe_body(body[2])}"
     if kind == "cond":
         return f"torch.cond(h.amax() > 0, [{describe_body(body[1])}], [{describe_body(body[2])}])"
     if kind == "map":
         return f"torch._higher_order_ops.map.map([{describe_body(body[1])}], h.unsqueeze(0)).squeeze(0)"
+    if kind == "scan":
+        return f"torch._higher_order_ops.scan.scan(lambda c, row: ([{describe_body(body[1])}] of row, ...), 0, h[None])[0]"
     if kind == "no_grad":
         return f"with torch.no_grad(): [{describe_body(body[1])}]"
     if kind == "autocast":
@@ -238,6 +282,9 @@ SIZE_TEXT = {"none": "", "int": " * torch.sym_max(b * 2, 2)", "float": " * (torc
              "bool": " * (b > 1)"}
 EDIT_TEXT = {"none": "", "dead_subgraphs": "\nthen a pass made the graph return its input and ran "
              "eliminate_dead_code(): the removed higher-order ops' subgraphs stay behind as attributes",
+             "unread_get_attrs": "\nthen a pass made the graph return its input and erased the call nodes nothing "
+             "read, without eliminate_dead_code(): the get_attr nodes of the removed higher-order ops' subgraphs "
+             "stay in the graph, read by no node",
              "partitioned": "\nthen a partitioner (CapabilityBasedPartitioner.partition_and_fuse) fused the tensor "
                             "call_functions into call_module GraphModules fused_N"}
 
@@ -247,3 +294,48 @@ def describe_program(program: tuple) -> str:
     how = method + (" with a symbolic batch size b" if dynamic else "")
     return (f"program: x of shape ({BATCH}, {WIDTH}); h = {describe_body(body)}; return h{describe_sizes(sizes)} "
             f"(b = x.shape[0])\ncaptured with: {how}{EDIT_TEXT[edit]}")
+
+
+# --- flex_attention: a subgraph inside a tuple argument ---------------------------------------------------------
+
+# (score_mod, mask_mod, capture): score_mod is a direct argument of the flex_attention node ("none": the identity,
+# no ops; "core": score * 2), mask_mod sits inside the block-mask tuple argument ("core": |q - kv| <= 4;
+# "not_core": floor_divide(q, 4) == floor_divide(kv, 4), aten.floor_divide is not core). The top-level graph holds
+# only the flex_attention node and getitems, so the subgraphs alone decide.
+FLEX_CASES = tuple((score, mask, method) for score in ("none", "core") for mask in ("core", "not_core")
+                   for method in ("export", "make_fx"))
+FLEX_SIDE = 16  # query and key length, and the block size: one block
+
+
+def _flex_mask(mask: str):
+    if mask == "core":
+        return lambda b, h, q, kv: (q - kv).abs() <= 4
+    return lambda b, h, q, kv: torch.floor_divide(q, 4) == torch.floor_divide(kv, 4)
+
+
+@functools.lru_cache(maxsize=8)
+def flex_graph(score: str, mask: str, method: str) -> torch.fx.GraphModule:
+    """flex_attention(q, k, v, score_mod=..., block_mask=...) captured with `method` (see FLEX_CASES)."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    from katas.common import capture
+
+    block_mask = create_block_mask(_flex_mask(mask), None, None, FLEX_SIDE, FLEX_SIDE, device="cpu",
+                                   BLOCK_SIZE=FLEX_SIDE)
+    score_mod = None if score == "none" else (lambda s, b, h, q, kv: s * 2)
+
+    class Flex(nn.Module):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
+
+    q = torch.randn(1, 1, FLEX_SIDE, 8, generator=torch.Generator().manual_seed(2))
+    return capture(Flex().eval(), (q, q, q), method).gm
+
+
+def describe_flex(score: str, mask: str, method: str) -> str:
+    mod = {"none": "none (no ops)", "core": "lambda s, b, h, q, kv: s * 2 (aten.mul: core)"}[score]
+    cut = {"core": "(q - kv).abs() <= 4 (sub, abs, le: core)",
+           "not_core": "floor_divide(q, 4) == floor_divide(kv, 4) (aten.floor_divide: not core)"}[mask]
+    return (f"flex_attention(q, k, v, score_mod={mod}, block_mask=create_block_mask({cut}, ...)) captured with "
+            f"{method}: score_mod's subgraph is a direct argument of the flex_attention node, mask_mod's sits inside "
+            f"its block-mask tuple argument")

@@ -2,7 +2,7 @@
 (/work/blind/k01-r1/correct_table.py).
 
 - node_dialect walks a tuple of (test, answer) rows that copies the README table row by row: the first row
-  that matches wins.
+  that matches wins (the size row before the aten rows since issue 33 was settled, 2026-12-06).
 - detect_dialect does not recurse: it walks the graphs breadth first from a work list, finds a higher-order op's
   get_attr arguments with torch.fx.node.map_arg over (args, kwargs), and fetches each with operator.attrgetter on
   the GraphModule that holds the node.
@@ -59,13 +59,13 @@ _ROWS = (
     (lambda n: n.op == "call_module" and n.target == "_guards_fn", None),
     (lambda n: n.op == "call_module", Dialect.MODULE),
     (lambda n: n.op == "call_method", Dialect.TORCH),
+    (lambda n: isinstance(_recorded(n), _SIZE_TYPES), None),  # only call_functions are left here
     (lambda n: isinstance(n.target, _OPS) and _namespace(n.target) not in ("aten", "prims"), None),
     (lambda n: isinstance(n.target, torch._ops.OpOverloadPacket), Dialect.TORCH),
     (lambda n: isinstance(n.target, torch._ops.OpOverload), _aten_overload),
     (lambda n: n.target is operator.getitem, None),
     (lambda n: isinstance(n.target, torch._ops.HigherOrderOperator), None),
     (lambda n: any(n.target is f for f in _MODE_SWITCHES), None),
-    (lambda n: isinstance(_recorded(n), _SIZE_TYPES), None),
     (lambda n: True, Dialect.TORCH),
 )
 

@@ -11,12 +11,9 @@ _DECOMPOSED = set(torch.export.default_decompositions())
 
 KILLED_BY = (
     "core_means_the_core_tag",
-    "decomposed_exports_are_core_aten",
-    "dynamo_export_graphs",
     "every_subgraph_of_every_higher_order_op_counts",
     "prims_graphs_are_aten",
-    "random_mlps_in_every_capture",
-    "shape_arithmetic_is_neutral",
+    "symbolic_batch_graphs_are_aten",
 )
 
 

@@ -8,7 +8,10 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
-KILLED_BY = ("every_subgraph_of_every_higher_order_op_counts",)
+KILLED_BY = (
+    "every_subgraph_of_every_higher_order_op_counts",
+    "subgraphs_inside_tuple_arguments_count",
+)
 
 
 def graph_nodes(gm):

@@ -14,6 +14,7 @@ KILLED_BY = (
     "higher_order_ops_are_neutral",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
     "random_programs_in_every_capture_and_edit",
+    "subgraphs_inside_tuple_arguments_count",
 )
 
 

@@ -9,8 +9,12 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("higher_order_ops_are_neutral", "every_subgraph_of_every_higher_order_op_counts",
-             "random_programs_in_every_capture_and_edit")
+KILLED_BY = (
+    "every_subgraph_of_every_higher_order_op_counts",
+    "higher_order_ops_are_neutral",
+    "random_programs_in_every_capture_and_edit",
+    "subgraphs_inside_tuple_arguments_count",
+)
 NAMES = {"cond", "while_loop", "wrap_with_set_grad_enabled", "wrap_with_autocast"}
 
 

@@ -5,7 +5,6 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
 KILLED_BY = (
-    "dynamo_export_graphs",
     "mixed_levels_across_subgraphs_raise_mixed",
     "module_and_aten_nodes_raise_mixed",
     "torch_and_aten_nodes_raise_mixed",

@@ -10,6 +10,7 @@ Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError,
 KILLED_BY = (
     "control_flow_and_no_grad_graphs_are_aten",
     "every_subgraph_of_every_higher_order_op_counts",
+    "subgraphs_inside_tuple_arguments_count",
 )
 
 

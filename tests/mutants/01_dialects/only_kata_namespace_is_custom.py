@@ -8,12 +8,16 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("custom_ops_are_neutral", "dialect_is_about_content_not_tool")
+KILLED_BY = (
+    "custom_ops_are_neutral",
+    "dialect_is_about_content_not_tool",
+)
 
 
 def node_dialect(node):
     target = node.target
-    if node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and target.namespace != "kata":
+    if node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and target.namespace not in (
+            "kata", "aten", "prims"):  # aten and prims overloads go through the reference's rows (sizes first)
         return Dialect.CORE_ATEN if torch.Tag.core in target.tags else Dialect.ATEN
     return _right_node_dialect(node)
 

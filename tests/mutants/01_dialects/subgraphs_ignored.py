@@ -10,6 +10,7 @@ KILLED_BY = (
     "every_subgraph_of_every_higher_order_op_counts",
     "mixed_levels_across_subgraphs_raise_mixed",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
+    "subgraphs_inside_tuple_arguments_count",
 )
 
 

@@ -1,6 +1,7 @@
-"""Mistake: the recorded value is `meta.get("val") or meta.get("example_value")`, so a "val" that is present but
-None (the node returns nothing) falls back to meta["example_value"]. The lesson: a "val" key that is present
-decides, even when it holds None."""
+"""Mistake: the recorded value is meta["val"] unless that is None, then meta["example_value"], so a "val" that is
+present but None (the node returns nothing) falls back to meta["example_value"]. The lesson: a "val" key that is
+present decides, even when it holds None. (Written with `is None`: `meta.get("val") or ...` would also ask a tensor
+for its truth value, which raises, now that every call_function's value is read first.)"""
 from checker.kit import load_reference
 
 _ref = load_reference("01_dialects", "dialects.py")
@@ -10,7 +11,8 @@ KILLED_BY = ("shape_arithmetic_is_neutral",)
 
 
 def _recorded_value(node):
-    return node.meta.get("val") or node.meta.get("example_value")
+    recorded = node.meta.get("val")
+    return node.meta.get("example_value") if recorded is None else recorded
 
 
 # the reference's node_dialect reads values with the module-level _recorded_value: point it at the mistake

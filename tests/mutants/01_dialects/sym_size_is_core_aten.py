@@ -1,5 +1,6 @@
-"""Mistake: any node whose recorded value is a SymInt is shape arithmetic, OpOverloads included, so
-aten.sym_size.int (an aten op, tagged core) comes out neutral."""
+"""Mistake: the size row comes after the aten rows (the lesson's order before issue 33), so an aten overload that
+reads a size, aten.sym_size.int (tagged core), is CORE_ATEN instead of neutral: torch._dynamo.export graphs that read
+x.shape then raise MixedDialectError, and BERT and ViT captured that way with them."""
 import torch
 
 from checker.kit import load_reference
@@ -16,8 +17,9 @@ KILLED_BY = (
 
 
 def node_dialect(node):
-    if node.op == "call_function" and isinstance(_ref._recorded_value(node), torch.SymInt):
-        return None
+    target = node.target
+    if node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and target.namespace in ("aten", "prims"):
+        return Dialect.CORE_ATEN if torch.Tag.core in target.tags else Dialect.ATEN
     return _right_node_dialect(node)
 
 
