@@ -14,7 +14,7 @@ Three witnesses, none of them the attempt:
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -203,7 +203,83 @@ def describe_calls(calls: list[tuple]) -> str:
 
 def fuzz_predictions(ctx, dynamic: bool | None, lesson: str) -> None:
     fuzz(ctx, call_sequences(), lambda calls: compare_predictions(ctx, calls, dynamic, lesson),
-         describe=describe_calls, max_examples=6 if not ctx.deep else 10)
+         describe=describe_calls, max_examples=5 if not ctx.deep else 10)
+
+
+EQUAL_PRONE = st.integers(min_value=2, max_value=4)  # few values, so that sizes (and n) are often equal
+
+
+@st.composite
+def later_graph_sequences(draw, max_rounds: int = 3) -> list[tuple]:
+    """Calls that reach the graphs after the first with equal sizes still unchanged. The first call has x of rank 2
+    or 3 with two equal sizes, and n often equal to a size. Then one to `max_rounds` rounds, each: maybe a side trip
+    a cached graph may serve (an earlier call again, or every dimension of one size given a new common size: a
+    reuse, which leaves the frame's memory alone); a call that compiles again while equal sizes stay equal (the other
+    dtype, or a change of rank to a new shape with two equal sizes, whose later calls keep that rank) or a new n
+    (often equal to a size), at the sizes before the side trip; then one size changed to 0..5, which tells whether
+    that graph duck-sized its equal sizes. Shrinks toward a dtype change and one size changed, in one round."""
+    def equal_pair_shape(rank: int) -> tuple:
+        shape = [draw(st.integers(min_value=2, max_value=5)) for _ in range(rank)]
+        first, second = draw(st.sampled_from([(a, b) for a in range(rank) for b in range(a + 1, rank)]))
+        shape[first] = shape[second] = draw(EQUAL_PRONE)
+        return tuple(shape)
+
+    shape = equal_pair_shape(draw(st.integers(min_value=2, max_value=3)))
+    n, dtype = draw(st.sampled_from((*shape, 0, 1))), "float32"
+    calls = [(shape, n, dtype)]
+    for _ in range(draw(st.integers(min_value=1, max_value=max_rounds))):
+        served = draw(st.sampled_from(("none", "resize", "repeat", "resize")))
+        if served == "resize":  # a side trip: the calls after it go back to `shape`
+            old, new = draw(st.sampled_from(shape)), draw(st.integers(min_value=2, max_value=5))
+            calls.append((tuple(new if size == old else size for size in shape), n, dtype))
+        elif served == "repeat":
+            calls.append(draw(st.sampled_from(calls)))
+        again = draw(st.sampled_from(("dtype", "rank", "dtype", "n")))
+        if again == "dtype":
+            dtype = "float16" if dtype == "float32" else "float32"
+        elif again == "rank":
+            shape = equal_pair_shape(5 - len(shape))  # rank 2 <-> 3
+        else:
+            n = draw(st.sampled_from((*shape, 0, 1, 2, 3)))
+        calls.append((shape, n, dtype))
+        index = draw(st.integers(min_value=0, max_value=len(shape) - 1))
+        shape = (*shape[:index], draw(st.integers(min_value=0, max_value=5)), *shape[index + 1:])
+        calls.append((shape, n, dtype))
+    return calls
+
+
+SETTINGS = ((False, STATIC), (None, AUTOMATIC), (True, DYNAMIC))
+
+
+@CHECKS.check(stage="dynamic", weight=3)
+def random_reuses_and_recompiles_every_setting(ctx):
+    """random sequences of reuses, dtype changes, equal sizes, n equal to a size and rank changes, every setting"""
+    def prop(calls) -> None:
+        for dynamic, lesson in SETTINGS:
+            compare_predictions(ctx, calls, dynamic, lesson)
+
+    fuzz(ctx, later_graph_sequences(), prop, describe=describe_calls, max_examples=3 if not ctx.deep else 12)
+
+
+@CHECKS.check(stage="dynamic", weight=2)
+def duck_sizing_in_every_graph(ctx):
+    """dynamic=True: sizes that never changed still share a symbol in later graphs; a reuse changes no memory"""
+    lesson = ("README.md, 'Predict', rule 6: duck sizing holds in every graph the frame compiles, not only the first: "
+              "dimensions whose size has not changed since the frame's first graph share a symbol when equal. Dynamo "
+              "remembers the values each input had when a graph was compiled; a call a cached graph serves changes "
+              "nothing in that memory (rule 5).")
+    compare_predictions(ctx, calls_of((3, 3), ((3, 3), 1, "float16"), ((4, 5), 1, "float16")), True, lesson)
+    compare_predictions(ctx, calls_of((3, 3), (4, 4), ((3, 3), 1, "float16"), ((4, 5), 1, "float16")), True, lesson)
+    compare_predictions(ctx, calls_of((2, 2, 3), (4, 4, 5), ((4, 4, 5), 1, "float16"), ((4, 6, 5), 1, "float16")),
+                        True, lesson)
+
+
+@CHECKS.check(stage="dynamic", weight=1)
+def n_never_shares_a_symbol(ctx):
+    """dynamic=True: n equal to a size keeps a symbol of its own, so the sizes may change while n stays"""
+    lesson = ("README.md, 'Predict', rule 6: duck sizing is about sizes of x: n never shares a symbol with a size, even "
+              "when equal to it, and a symbolic n accepts any value (rule 2).")
+    compare_predictions(ctx, calls_of(((3, 4), 3), ((5, 4), 3), ((5, 4), 4), ((5, 6), 6)), True, lesson)
 
 
 @CHECKS.check(stage="static", weight=1)
@@ -270,6 +346,7 @@ def changed_rank_makes_every_dimension_symbolic(ctx):
     """dynamic=None: once x's rank changes, every dimension of x is symbolic in every later graph"""
     compare_predictions(ctx, calls_of((2, 4), (2, 4, 5), (2, 4, 6), (2, 5)), None, RANK)
     compare_predictions(ctx, calls_of((3,), (3, 3), (4, 5), (2, 4, 1)), None, RANK)
+    compare_predictions(ctx, calls_of((2, 4), (2, 4, 5), (2, 1, 5), ((2, 4, 5), 1, "float16")), None, RANK)
 
 
 @CHECKS.check(stage="automatic", weight=3)
@@ -320,6 +397,7 @@ class FixSpec:
     shapes: tuple      # the input shape of each call, in order
     why: str           # what made the suspect recompile
     answer: str        # what the suspect answers, for a message about a wrong answer
+    arguments: tuple = ()  # constructor arguments, as (name, value) pairs: the suspect and the fix get the same
 
 
 FIXES = {
@@ -373,7 +451,7 @@ def _suspect_instance(spec: FixSpec, seed: int):
         return suspect, None
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        suspect = suspect()
+        suspect = suspect(**dict(spec.arguments))
     return suspect.eval(), {k: v.detach().clone() for k, v in suspect.state_dict().items()}
 
 
@@ -395,6 +473,17 @@ def _first_wrong_row(x: torch.Tensor, got: torch.Tensor, want: torch.Tensor) -> 
     return ""
 
 
+def _settings_note(seen: dict) -> str:
+    """The Dynamo settings the attempt changed (read after its fix was built and called), if any."""
+    changed = seen.get("changed_settings") or {}
+    if not changed:
+        return ""
+    said = ", ".join(f"torch._dynamo.config.{k} = {v!r} (torch's default: {probes.DEFAULT_CACHE_CONFIG[k]!r})"
+                     for k, v in sorted(changed.items()))
+    return (f"\nYour code set {said}. The checks compile every fix under torch's default settings, so that setting "
+            f"was not in force here: changing a Dynamo setting is not a fix (README.md, 'Fix').")
+
+
 def _expect_calls(where: str, spec: FixSpec, seen: dict, inputs: list[torch.Tensor], expected: list[torch.Tensor],
                   label=lambda index: f"call {index}", why_wrong: str = "", by_row: bool = False) -> None:
     """Every call ran in a compiled graph, without error, and gave the suspect's answer (`by_row`: the message
@@ -406,7 +495,7 @@ def _expect_calls(where: str, spec: FixSpec, seen: dict, inputs: list[torch.Tens
         if call["error"]:
             raise CheckFailed(f"{where}: {label(index)} failed under fullgraph=True: {call['error']}\n"
                               f"A fix keeps the whole forward in one graph, with no graph break, and stays under "
-                              f"the recompile limit. README.md, 'Fix'.")
+                              f"the recompile limit. README.md, 'Fix'.{_settings_note(seen)}")
         expect(call["in_graph"],
                f"{where}: {label(index)} ran eagerly: no compiled graph ran it (torch.compiler.disable, or a frame "
                f"Dynamo skipped). The fix must run in a compiled graph on every call. README.md, 'Fix'.")
@@ -415,21 +504,43 @@ def _expect_calls(where: str, spec: FixSpec, seen: dict, inputs: list[torch.Tens
         except AssertionError as exc:
             raise CheckFailed(f"{where}: {label(index)} returned a different answer from suspects.{spec.suspect} "
                               f"on the same calls ({spec.answer}):\n{str(exc).strip()}"
-                              f"{_first_wrong_row(x, call['output'], want) if by_row else ''}{why_wrong}") from None
+                              f"{_first_wrong_row(x, call['output'], want) if by_row else ''}"
+                              f"{_floor_hint(x, call['output'], want) if by_row else ''}{why_wrong}"
+                              f"{_settings_note(seen)}") from None
+
+
+def _built(spec: FixSpec) -> str:
+    """How the fix was built: its name, or a module's constructor call when the checks gave arguments."""
+    if not spec.arguments:
+        return spec.name
+    return f"{spec.name}({', '.join(f'{k}={v!r}' for k, v in spec.arguments)})"
+
+
+def _floor_hint(x: torch.Tensor, got, want: torch.Tensor) -> str:
+    """What the first row that differs says about the attempt's floor: an answer longer than the suspect's is a
+    floor below 1e-6 (or none), a shorter one a floor above it."""
+    if not (isinstance(got, torch.Tensor) and got.shape == want.shape == x.shape):
+        return ""
+    for row in range(x.shape[0]):
+        if not torch.allclose(got[row], want[row], rtol=1e-5, atol=1e-6):
+            norm = torch.linalg.vector_norm(x[row]).item()
+            longer = torch.linalg.vector_norm(got[row]).item() > torch.linalg.vector_norm(want[row]).item()
+            side = ("longer than the suspect's: your floor is below 1e-6 or missing (F.normalize's default eps is "
+                    "1e-12)" if longer else "shorter than the suspect's: your floor is above 1e-6 on the norm (a "
+                    "floor of 1e-6 on the squared norm is 1e-3 on the norm)")
+            return (f"\nREADME.md, 'Fix': the floor is 1e-6 on each row's norm. Row {row} (input norm {norm:.3g}) came "
+                    f"out {side}.")
+    return ""
 
 
 def check_fix(ctx, spec: FixSpec, norms: Sequence[Sequence[float]] | None = None) -> None:
     inputs = _inputs(spec, ctx.seed, norms)
     expected, state = _eager_outputs(spec, inputs)
-    seen = ctx.probe(probes.run_fix, spec.name, inputs, state)
-    where = (f"torch.compile({spec.name}, fullgraph=True) called {len(inputs)} times on inputs of shape "
+    seen = ctx.probe(probes.run_fix, spec.name, inputs, state, dict(spec.arguments))
+    where = (f"torch.compile({_built(spec)}, fullgraph=True) called {len(inputs)} times on inputs of shape "
              + ", ".join(str(s) for s in dict.fromkeys(spec.shapes))
              + ("" if norms is None else ", rows of the norms listed below"))
-    _expect_calls(where, spec, seen, inputs, expected,
-                  why_wrong="" if norms is None else (
-                      "\nREADME.md, 'Fix': the floor is 1e-6 on each row's norm, not on its square (a floor of 1e-6 on "
-                      "the squared norm is 1e-3 on the norm). Look at the rows of norm 0 and of norm below 1e-3."),
-                  by_row=norms is not None)
+    _expect_calls(where, spec, seen, inputs, expected, by_row=norms is not None)
     graphs = len(seen["graphs"])
     expect(graphs <= MAX_FIX_GRAPHS,
            f"{where}: Dynamo compiled {graphs} graphs; a fix compiles at most {MAX_FIX_GRAPHS}. In the suspect, "
@@ -462,6 +573,29 @@ def rowwise_normalize_serves_every_batch(ctx):
     spec = FIXES["fixed_rowwise_normalize"]
     fuzz(ctx, row_norms(spec.shapes), lambda norms: check_fix(ctx, spec, norms), describe=_describe_norms,
          max_examples=3 if not ctx.deep else 8)
+
+
+@st.composite
+def decaying_head_arguments(draw) -> tuple:
+    """DecayingHead's constructor arguments other than the defaults: features 1 to 6 and a rate from 0.25 to 1.1
+    (never the default 0.9). Shrinks toward features=1, rate=0.5."""
+    features = draw(st.integers(min_value=1, max_value=6))
+    rate = draw(st.sampled_from((0.5, 0.25, 0.75, 0.99, 1.1)))
+    return (("features", features), ("rate", rate))
+
+
+@CHECKS.check(stage="fix", weight=2)
+def fixes_keep_constructor_arguments(ctx):
+    """FixedDecayingHead built with other features and rate: the suspect's answers for those arguments"""
+    base = FIXES["FixedDecayingHead"]
+
+    def prop(arguments) -> None:
+        features = dict(arguments)["features"]
+        check_fix(ctx, replace(base, shapes=((2, features),) * 12, arguments=tuple(arguments),
+                               answer=base.answer + " with the rate it was built with"))
+
+    fuzz(ctx, decaying_head_arguments(), prop, describe=lambda a: f"  DecayingHead({', '.join(f'{k}={v!r}' for k, v in a)})",
+         max_examples=2 if not ctx.deep else 6)
 
 
 MODULE_FIXES = ("FixedDecayingHead", "FixedRunningMean")
@@ -579,6 +713,11 @@ def expect_buckets(spec, buckets, batches, served: list[Served]) -> None:
         bucket = bucket_for(call.batch, chosen)
         if bucket is None:
             continue
+        loud = [m for c, m in call.warnings if c == NPUFallbackWarning.__name__]
+        expect(call.stats.runs != 0 or not loud,
+               f"{head}batch {call.batch} fell back to the CPU (NPUFallbackWarning: {loud[0] if loud else ''}; "
+               f"fallbacks is {call.fallbacks}) although bucket {bucket} holds it: only a batch larger than the "
+               f"largest bucket falls back. Device: {call.stats.summary()}")
         expect(call.stats.runs == 1,
                f"{head}batch {call.batch} made {call.stats.runs} NPU program run(s); each call within the "
                f"buckets is one run of its bucket's program. Device: {call.stats.summary()}")
@@ -622,7 +761,7 @@ def smallest_bucket_that_fits(ctx):
 @CHECKS.check(stage="buckets", weight=3)
 def larger_batches_fall_back_loudly(ctx):
     """a batch past the largest bucket runs on the CPU with an NPUFallbackWarning, counted in `fallbacks`"""
-    batches = (3, 11, 9, 2)
+    batches = (3, 11, 9, 9, 2, 11)  # a batch size past the buckets, again: every fallback counts
     served = serve_batches(ctx, SERVED, batches, None)
     head = _served_text(SERVED, None, batches)
     expect_answers(SERVED, None, batches, served)
@@ -642,9 +781,10 @@ def larger_batches_fall_back_loudly(ctx):
                f"{head}batch {call.batch} ran on the CPU without an NPUFallbackWarning naming the batch size "
                f"{call.batch}" + (f" (the warning said: {loud[0]})" if loud else "")
                + ". A fallback nobody hears about is an idle accelerator nobody notices.")
-        expect(call.fallbacks == count,
-               f"{head}after batch {call.batch}, fallbacks is {call.fallbacks}; expected {count} (one per "
-               f"batch served on the CPU).")
+        expect(loud and call.fallbacks == count,
+               f"{head}after batch {call.batch}, fallbacks is {call.fallbacks}"
+               + ("" if loud else " and it did not warn") + f"; expected {count} and an NPUFallbackWarning (one per "
+               f"call served on the CPU, a batch size seen before included: README.md, 'Buckets').")
 
 
 @CHECKS.check(stage="buckets", weight=1)
@@ -665,8 +805,16 @@ def _bucket_plans() -> st.SearchStrategy:
                       batch_shapes=((2,),))
     buckets = st.one_of(st.none(), st.lists(st.integers(min_value=1, max_value=8), min_size=1, max_size=3,
                                             unique=True).map(tuple))
-    batches = st.lists(st.integers(min_value=1, max_value=10), min_size=1, max_size=6).map(tuple)
-    return st.tuples(specs, buckets, batches)
+    return st.tuples(specs, buckets, batch_sequences())
+
+
+@st.composite
+def batch_sequences(draw) -> tuple[int, ...]:
+    """Batch sizes 1 to 10, some of them repeated later (a fallback batch size again: counted again), in any order.
+    Shrinks toward one batch of 1."""
+    batches = draw(st.lists(st.integers(min_value=1, max_value=10), min_size=1, max_size=5))
+    again = draw(st.lists(st.sampled_from(batches), max_size=3))
+    return tuple(draw(st.permutations(batches + again)))
 
 
 def _describe_plan(plan) -> str:
@@ -688,6 +836,53 @@ def random_models_and_batches(ctx):
                                         f"{len(chosen)} bucket(s).")
         past = sum(1 for b in batches if bucket_for(b, chosen) is None)
         expect(served[-1].fallbacks == past, f"{_describe_plan(plan)}fallbacks is {served[-1].fallbacks} after "
-                                             f"the calls; {past} batch(es) were past the largest bucket.")
+                                             f"the calls; {past} call(s) were past the largest bucket (each one "
+                                             f"counts, a batch size seen before too).")
+        warned = sum(1 for s in served for c, _ in s.warnings if c == NPUFallbackWarning.__name__)
+        expect(warned == past, f"{_describe_plan(plan)}the server raised {warned} NPUFallbackWarning(s); {past} "
+                               f"call(s) were past the largest bucket, and each one warns.")
 
     fuzz(ctx, _bucket_plans(), prop, describe=_describe_plan, max_examples=6 if not ctx.deep else 10)
+
+
+SECOND = replace(SERVED, seed=7)  # the same layer sizes, other weights
+
+
+def _describe_pair(schedule) -> str:
+    return f"  servers A and B, called in the order {' '.join('AB'[i] for i in schedule)}"
+
+
+@CHECKS.check(stage="buckets", weight=2)
+def two_servers_side_by_side(ctx):
+    """two BucketedNPU, two models of the same sizes, calls interleaved: each answers with its own model's programs"""
+    def prop(schedule) -> None:
+        _fresh_device()
+        specs = (SERVED, SECOND)
+        models = [build_mlp(spec).eval() for spec in specs]
+        keys = [ctx.probe(probes.serve, spec, None, True) for spec in specs]
+        generator = torch.Generator().manual_seed(ctx.seed)
+        head = (f"two servers side by side, A = BucketedNPU(model_a) and B = BucketedNPU(model_b), two models of the "
+                f"same layer sizes and other weights, called in the order {' '.join('AB'[i] for i in schedule)}:\n")
+        compiled = 0
+        for index, who in enumerate(schedule, start=1):
+            batch = (3, 5, 2, 7, 1, 4)[index % 6]
+            x = torch.randn(batch, SERVED.in_features, generator=generator)
+            with torch.no_grad():
+                want, other = models[who](x), models[1 - who](x)
+            DEVICE.reset()
+            got = ctx.probe(probes.serve_call, keys[who], x)["output"]
+            compiled += DEVICE.stats.programs_compiled
+            expect(got is not None, f"{head}call {index} ({'AB'[who]}, batch {batch}) returned no tensor.")
+            if got.shape == want.shape and torch.allclose(got, want, rtol=1.3e-6, atol=1e-5):
+                continue
+            mixed = got.shape == other.shape and torch.allclose(got, other, rtol=1.3e-6, atol=1e-5)
+            raise CheckFailed(
+                f"{head}call {index} ({'AB'[who]}, batch {batch}) "
+                + (f"returned the other server's model's answer: {'AB'[who]} ran a program compiled for "
+                   f"{'AB'[1 - who]}'s model. Each server keeps its own bucket -> program table, on the instance "
+                   f"(self), not on the class or at module level, which every server shares. README.md, 'Buckets'."
+                   if mixed else "does not give its own model's answer. README.md, 'Buckets'."))
+        expect(compiled <= 2 * len(DEFAULT_BUCKETS),
+               f"{head}the NPU compiled {compiled} programs for two servers of {len(DEFAULT_BUCKETS)} buckets each.")
+
+    fuzz(ctx, instance_schedules(max_calls=8), prop, describe=_describe_pair, max_examples=2 if not ctx.deep else 5)

@@ -85,13 +85,15 @@ def _ops(gm: torch.fx.GraphModule) -> dict:
                     if n.op in ("call_function", "call_method", "call_module")]}
 
 
-def build_fix(attempt: ModuleType, name: str, state: dict | None) -> tuple[Callable, list[str]]:
-    """The attempt's fix `name`: a function as it is, a module class built with its defaults, given the suspect's
-    parameters `state` by name (strict=False) and put in eval mode. Also the parameter names it lacks."""
+def build_fix(attempt: ModuleType, name: str, state: dict | None,
+              arguments: dict | None = None) -> tuple[Callable, list[str]]:
+    """The attempt's fix `name`: a function as it is, a module class built with `arguments` (its defaults when
+    none), given the suspect's parameters `state` by name (strict=False) and put in eval mode. Also the parameter
+    names it lacks."""
     fix = getattr(attempt, name)
     if not isinstance(fix, type):
         return fix, []
-    fix = fix()
+    fix = fix(**(arguments or {}))
     missing: list[str] = []
     if state is not None:
         names = {n for n, _ in fix.named_parameters()}
@@ -100,12 +102,19 @@ def build_fix(attempt: ModuleType, name: str, state: dict | None) -> tuple[Calla
     return fix.eval(), missing
 
 
-def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: dict | None) -> dict:
+def changed_settings() -> dict:
+    """The Dynamo settings of DEFAULT_CACHE_CONFIG whose value in this process is not torch's default."""
+    return {k: getattr(torch._dynamo.config, k) for k, v in DEFAULT_CACHE_CONFIG.items()
+            if getattr(torch._dynamo.config, k) != v}
+
+
+def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: dict | None,
+            arguments: dict | None = None) -> dict:
     """torch.compile(fix, fullgraph=True) with a recording backend, after torch._dynamo.reset(); call it on each
     input in order under no_grad. `state`, for a module fix, is the suspect's parameters, loaded with
     strict=False. Per call: the output, whether it compiled a graph and whether a compiled graph ran it."""
     torch._dynamo.reset()
-    fix, missing = build_fix(attempt, name, state)
+    fix, missing = build_fix(attempt, name, state, arguments)
     if not isinstance(getattr(attempt, name), type) and inputs:
         with torch.no_grad(), quiet():
             fix(inputs[0].clone())  # eagerly first: an unfinished fix says so, instead of failing Dynamo's trace
@@ -117,7 +126,7 @@ def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: d
         for x in inputs:
             if not _call_fix(compiled, x, graphs, ran, calls):
                 break
-    return {"calls": calls, "graphs": graphs, "missing_parameters": missing}
+    return {"calls": calls, "graphs": graphs, "missing_parameters": missing, "changed_settings": changed_settings()}
 
 
 def run_fix_instances(attempt: ModuleType, name: str, states: list[dict], schedule: list[int],
@@ -136,7 +145,8 @@ def run_fix_instances(attempt: ModuleType, name: str, states: list[dict], schedu
         for who, x in zip(schedule, inputs):
             if not _call_fix(compiled[who], x, graphs, ran, calls):
                 break
-    return {"calls": calls, "graphs": graphs, "missing_parameters": built[0][1] if built else []}
+    return {"calls": calls, "graphs": graphs, "missing_parameters": built[0][1] if built else [],
+            "changed_settings": changed_settings()}
 
 
 def _call_fix(compiled: Callable, x: torch.Tensor, graphs: list, ran: list, calls: list) -> bool:
@@ -159,13 +169,16 @@ def _call_fix(compiled: Callable, x: torch.Tensor, graphs: list, ran: list, call
 _SERVERS: dict[str, Any] = {}
 
 
-def serve(attempt: ModuleType, spec: Any, buckets: tuple[int, ...] | None) -> str:
-    """A BucketedNPU of the random MLP `spec`, kept here between calls under a key the checks use."""
-    _SERVERS.clear()
+def serve(attempt: ModuleType, spec: Any, buckets: tuple[int, ...] | None, beside: bool = False) -> str:
+    """A BucketedNPU of the random MLP `spec`, kept here between calls under a key the checks use; with `beside`,
+    the servers built before it are kept too (two servers side by side)."""
+    if not beside:
+        _SERVERS.clear()
     model = build_mlp(spec).eval()
     server = attempt.BucketedNPU(model) if buckets is None else attempt.BucketedNPU(model, buckets)
-    _SERVERS["server"] = server
-    return "server"
+    key = f"server{len(_SERVERS)}"
+    _SERVERS[key] = server
+    return key
 
 
 def serve_call(attempt: ModuleType, key: str, x: torch.Tensor) -> dict:

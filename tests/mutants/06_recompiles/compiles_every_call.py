@@ -8,7 +8,7 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('one_program_per_bucket',)
+KILLED_BY = ('one_program_per_bucket', 'random_models_and_batches')
 
 
 _right_program = _ref.BucketedNPU._program

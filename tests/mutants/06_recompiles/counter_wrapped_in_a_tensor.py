@@ -9,7 +9,7 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('decaying_head_compiles_once',)
+KILLED_BY = ('decaying_head_compiles_once', 'fixes_keep_constructor_arguments')
 
 
 class FixedDecayingHead(_ref.FixedDecayingHead):

@@ -7,6 +7,15 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('changed_int_becomes_symbolic', 'changed_rank_makes_every_dimension_symbolic', 'changed_size_becomes_symbolic', 'dtype_change_compiles_again', 'random_calls_automatic', 'sizes_0_and_1_stay_static', 'sizes_seen_changing_get_their_own_symbol')
+KILLED_BY = (
+    'changed_int_becomes_symbolic',
+    'changed_rank_makes_every_dimension_symbolic',
+    'changed_size_becomes_symbolic',
+    'dtype_change_compiles_again',
+    'random_calls_automatic',
+    'random_reuses_and_recompiles_every_setting',
+    'sizes_0_and_1_stay_static',
+    'sizes_seen_changing_get_their_own_symbol',
+)
 
 _ref._symbolic = lambda dynamic, call, changed: set(_ref._inputs(call)) if dynamic is True else set()

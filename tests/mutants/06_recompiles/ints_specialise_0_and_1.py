@@ -6,6 +6,16 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('changed_int_becomes_symbolic', 'equal_sizes_share_a_symbol', 'random_calls_automatic', 'random_calls_dynamic', 'sizes_0_and_1_stay_static', 'sizes_seen_changing_get_their_own_symbol', 'symbolic_from_the_first_call')
+KILLED_BY = (
+    'changed_int_becomes_symbolic',
+    'duck_sizing_in_every_graph',
+    'equal_sizes_share_a_symbol',
+    'random_calls_automatic',
+    'random_calls_dynamic',
+    'random_reuses_and_recompiles_every_setting',
+    'sizes_0_and_1_stay_static',
+    'sizes_seen_changing_get_their_own_symbol',
+    'symbolic_from_the_first_call',
+)
 
 _ref._can_be_symbolic = lambda name, value: value >= _ref.MIN_SYMBOLIC_SIZE

@@ -10,7 +10,14 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('dtype_change_compiles_again', 'random_calls_automatic', 'sizes_seen_changing_get_their_own_symbol')
+KILLED_BY = (
+    'changed_rank_makes_every_dimension_symbolic',
+    'dtype_change_compiles_again',
+    'duck_sizing_in_every_graph',
+    'random_calls_automatic',
+    'random_reuses_and_recompiles_every_setting',
+    'sizes_seen_changing_get_their_own_symbol',
+)
 
 _right_remember = _ref._remember
 

@@ -8,7 +8,14 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('answers_match_the_model', 'buckets_in_any_order', 'larger_batches_fall_back_loudly', 'random_models_and_batches', 'smallest_bucket_that_fits')
+KILLED_BY = (
+    'answers_match_the_model',
+    'buckets_in_any_order',
+    'larger_batches_fall_back_loudly',
+    'random_models_and_batches',
+    'smallest_bucket_that_fits',
+    'two_servers_side_by_side',
+)
 
 
 def _call(self, x):

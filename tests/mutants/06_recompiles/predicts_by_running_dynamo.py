@@ -10,7 +10,25 @@ Call, Outcome, BucketedNPU = _ref.Call, _ref.Outcome, _ref.BucketedNPU
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('changed_int_becomes_symbolic', 'changed_rank_makes_every_dimension_symbolic', 'changed_size_becomes_symbolic', 'dtype_change_compiles_again', 'equal_sizes_share_a_symbol', 'random_calls_automatic', 'random_calls_dynamic', 'random_calls_static', 'recompile_limit_then_eager', 'repeated_call_reuses_its_graph', 'sizes_0_and_1_stay_static', 'sizes_seen_changing_get_their_own_symbol', 'static_graph_per_shape_dtype_and_int', 'symbolic_from_the_first_call')
+KILLED_BY = (
+    'changed_int_becomes_symbolic',
+    'changed_rank_makes_every_dimension_symbolic',
+    'changed_size_becomes_symbolic',
+    'dtype_change_compiles_again',
+    'duck_sizing_in_every_graph',
+    'equal_sizes_share_a_symbol',
+    'n_never_shares_a_symbol',
+    'random_calls_automatic',
+    'random_calls_dynamic',
+    'random_calls_static',
+    'random_reuses_and_recompiles_every_setting',
+    'recompile_limit_then_eager',
+    'repeated_call_reuses_its_graph',
+    'sizes_0_and_1_stay_static',
+    'sizes_seen_changing_get_their_own_symbol',
+    'static_graph_per_shape_dtype_and_int',
+    'symbolic_from_the_first_call',
+)
 
 
 def predict(calls, dynamic=None):

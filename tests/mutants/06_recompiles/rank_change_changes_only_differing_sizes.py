@@ -10,7 +10,11 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('changed_rank_makes_every_dimension_symbolic', 'random_calls_automatic')
+KILLED_BY = (
+    'changed_rank_makes_every_dimension_symbolic',
+    'random_calls_automatic',
+    'random_reuses_and_recompiles_every_setting',
+)
 
 
 def _remember(seen, call):

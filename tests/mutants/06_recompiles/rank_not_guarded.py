@@ -9,7 +9,14 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('changed_rank_makes_every_dimension_symbolic', 'equal_sizes_share_a_symbol', 'random_calls_automatic', 'random_calls_dynamic', 'static_graph_per_shape_dtype_and_int')
+KILLED_BY = (
+    'changed_rank_makes_every_dimension_symbolic',
+    'equal_sizes_share_a_symbol',
+    'random_calls_automatic',
+    'random_calls_dynamic',
+    'random_reuses_and_recompiles_every_setting',
+    'static_graph_per_shape_dtype_and_int',
+)
 
 
 def _accepts(self, call):

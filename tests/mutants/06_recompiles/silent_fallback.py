@@ -8,7 +8,7 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('larger_batches_fall_back_loudly',)
+KILLED_BY = ('larger_batches_fall_back_loudly', 'random_models_and_batches')
 
 
 def _on_cpu(self, x):

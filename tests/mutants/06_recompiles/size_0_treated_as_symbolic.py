@@ -10,7 +10,12 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('random_calls_automatic', 'random_calls_dynamic', 'sizes_0_and_1_stay_static')
+KILLED_BY = (
+    'random_calls_automatic',
+    'random_calls_dynamic',
+    'random_reuses_and_recompiles_every_setting',
+    'sizes_0_and_1_stay_static',
+)
 
 
 def _accepts(self, call):

@@ -7,6 +7,13 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('changed_rank_makes_every_dimension_symbolic', 'random_calls_automatic', 'random_calls_dynamic', 'sizes_0_and_1_stay_static', 'symbolic_from_the_first_call')
+KILLED_BY = (
+    'changed_rank_makes_every_dimension_symbolic',
+    'random_calls_automatic',
+    'random_calls_dynamic',
+    'random_reuses_and_recompiles_every_setting',
+    'sizes_0_and_1_stay_static',
+    'symbolic_from_the_first_call',
+)
 
 _ref.MIN_SYMBOLIC_SIZE = 0
