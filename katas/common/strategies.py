@@ -145,6 +145,33 @@ def user_logging_settings() -> st.SearchStrategy[dict]:
     })
 
 
+def hiding_logging_settings() -> st.SearchStrategy[dict]:
+    """A user's logging state (as `user_logging_settings` gives it) that would hide the graph-break reports from a
+    finder that does not get past it, each kind as an axis: on the graph-break loggers a filter of theirs that
+    drops every record ("drop_filter": "first" or "last" among their filters), `disabled`, or a level above DEBUG;
+    or the graph-break loggers at NOTSET under a parent (`torch._dynamo`) at WARNING or above. At least one of
+    them; the other tweaks as `user_logging_settings` draws them. Shrinks toward one kind of hiding."""
+    return _hiding_logging_settings()
+
+
+@st.composite
+def _hiding_logging_settings(draw) -> dict:
+    settings = draw(user_logging_settings())
+    hide = draw(st.sets(st.sampled_from(("drop_filter", "disabled", "level", "parent_level")), min_size=1,
+                        max_size=4))
+    loggers = {role: dict(tweaks) for role, tweaks in settings["loggers"].items()}
+    graph_breaks = loggers["graph_breaks"]
+    graph_breaks["drop_filter"] = draw(st.sampled_from(("first", "last"))) if "drop_filter" in hide else None
+    graph_breaks["disabled"] = graph_breaks["disabled"] or "disabled" in hide
+    if "level" in hide:
+        graph_breaks["level"] = draw(st.sampled_from((20, 30, 40, 50)))
+    elif "parent_level" in hide:
+        graph_breaks["level"] = 0
+    if "parent_level" in hide:
+        loggers["dynamo"]["level"] = draw(st.sampled_from((30, 40, 50)))
+    return {**settings, "loggers": loggers}
+
+
 # --- kata 9: int8 quantization ------------------------------------------------------------------------------
 
 INT8_PROGRAM_OPS = ("linear", "relu", "add", "gelu", "add_scalar", "add_alpha")

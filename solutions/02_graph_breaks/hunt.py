@@ -58,6 +58,20 @@ class _MessageCollector(logging.Handler):
         self.messages.append(message)
 
 
+class _Keep(logging.Filter):
+    """A logger filter that keeps each record's message and returns False (the record goes no further). Put
+    first on a logger, it sees every record the logger is asked to log, before any filter of the user's can
+    drop it; returning False keeps the reports off torch's stderr handler and off the user's handlers."""
+
+    def __init__(self, collector: _MessageCollector) -> None:
+        super().__init__()
+        self.collector = collector
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.collector.emit(record)
+        return False
+
+
 class _DropAll(logging.Filter):
     """A logger filter that lets nothing through: on a logger, it silences what that logger itself logs."""
 
@@ -75,29 +89,34 @@ def _graph_break_loggers() -> list[logging.Logger]:
 def _graph_break_messages() -> Iterator[list[str]]:
     """Switch the graph_breaks loggers on for the duration, into a list instead of stderr.
 
-    Only what is changed here is put back, exactly as it was, in a `finally:`: each graph-break logger's level
-    and propagate flag, the collector handler, the filter on the hint loggers. Nothing goes through
-    torch._logging.set_logs, which would reset every other setting (a user's `recompiles` logging, say) and
-    replace torch's own handlers. propagate=False keeps the reports away from torch's stderr handler; the
-    filter keeps torch's `.item()` hint off stderr.
+    The user's settings must not hide a report: each graph-break logger gets level DEBUG, `disabled` False and
+    the collecting filter first in its list. Only what is changed here is put back, exactly as it was, in a
+    `finally:`: each graph-break logger's level and disabled flag, the collecting filter, the filter on the hint
+    loggers. Nothing goes through torch._logging.set_logs, which would reset every other setting (a user's
+    `recompiles` logging, say) and replace torch's own handlers. The collecting filter returns False, which
+    keeps the reports away from torch's stderr handler; the drop filter keeps torch's `.item()` hint off
+    stderr.
     """
     collector, drop = _MessageCollector(), _DropAll()
+    keep = _Keep(collector)
     loggers = _graph_break_loggers()
     hint_loggers = [logging.getLogger(name) for name in _HINT_LOGGERS]
-    saved = [(logger, logger.level, logger.propagate) for logger in loggers]
+    saved = [(logger, logger.level, logger.disabled) for logger in loggers]
     try:
         for logger in loggers:
+            # Past whatever the user set: a level above DEBUG, a disabled logger, a filter of theirs that drops
+            # records (a logger runs its filters in order, before any handler: ours goes first).
             logger.setLevel(logging.DEBUG)
-            logger.propagate = False
-            logger.addHandler(collector)
+            logger.disabled = False
+            logger.filters.insert(0, keep)
         for logger in hint_loggers:
             logger.addFilter(drop)
         yield collector.messages
     finally:
-        for logger, level, propagate in saved:
-            logger.removeHandler(collector)
+        for logger, level, disabled in saved:
+            logger.removeFilter(keep)
             logger.setLevel(level)
-            logger.propagate = propagate
+            logger.disabled = disabled
         for logger in hint_loggers:
             logger.removeFilter(drop)
 

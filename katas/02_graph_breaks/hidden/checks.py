@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from checker.child import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common.quiet import quiet
-from katas.common.strategies import float_tensors, suspect_shapes, user_logging_settings
+from katas.common.strategies import float_tensors, hiding_logging_settings, suspect_shapes, user_logging_settings
 
 CHECKS = Checks()
 
@@ -139,13 +139,32 @@ def listing(found: list[Found]) -> str:
     return "\n".join(f"    {Path(f.filename).name}:{f.lineno}  {f.reason[:90]!r}" for f in found)
 
 
+def config_note(ctx) -> str:
+    """A note for a finder check that failed while Dynamo's config is not at its defaults (the attempt changed it
+    at import): breaks that would happen then don't, and the finder is not to blame."""
+    changed = ctx.probe(probes.probe_dynamo_config)["changed"]
+    if not changed:
+        return ""
+    return (f"\nLook at your module first: torch._dynamo.config is not at its defaults "
+            f"({', '.join(f'{k} = {v}' for k, v in list(changed.items())[:3])}), so Dynamo no longer breaks where it "
+            f"would for a user who imports hunt.py. Nothing in hunt.py may change Dynamo's config: a fix rewrites "
+            f"the code instead (see `leaves_dynamo_config_alone`).")
+
+
 def expect_lines(ctx, case_name: str) -> list[Found]:
     """The attempt reports exactly the annotated (file, line) pairs of `case_name`, in order, once each."""
     case = HIDDEN.CASES[case_name]
     found = run_finder(ctx, case_name)
     want = [(e.path, e.lineno) for e in expected_breaks(case)]
-    call = call_text(case)
     note = f"\nWhy this case: {case.note}." if case.note else ""
+    try:
+        return judge_lines(found, want, call_text(case), note)
+    except CheckFailed as exc:
+        raise CheckFailed(f"{exc}{config_note(ctx)}") from None
+
+
+def judge_lines(found: list[Found], want: list[tuple[Path, int]], call: str, note: str = "") -> list[Found]:
+    """`found` names exactly the (file, line) pairs `want`, in order, once each; else a failure saying how not."""
     wrong_file = [f for f in found if f.path is None]
     if wrong_file:
         same = wrong_file[0].same_file
@@ -170,8 +189,12 @@ def expect_lines(ctx, case_name: str) -> list[Found]:
                                  "it re-traces the same code (a helper's own frame, a resumed frame, a second call). "
                                  "List each line once, where it first appears." + note)
     if sorted(got, key=str) == sorted(want, key=str):
+        files = list(dict.fromkeys(p for p, _ in want))
+        grouped = sorted(want, key=lambda pn: files.index(pn[0])) == got and len(files) > 1
         raise CheckFailed(head + "The right lines in the wrong order: list breaks in the order Dynamo reports "
-                                 "them while the function runs, which is execution order, not line order." + note)
+                                 "them while the function runs, which is execution order, not line order"
+                          + (" and not grouped by file: here the breaks alternate between two files."
+                             if grouped else ".") + note)
     missing = [(p, n) for p, n in want if (p, n) not in got]
     if missing:
         path, lineno = missing[0]
@@ -197,10 +220,10 @@ def expect_reasons(ctx, case_name: str, found: list[Found] | None = None) -> Non
         expect(mine, f"{call} reported no break at {where(want.path, want.lineno)}, so its reason cannot be "
                      f"checked: find the line first.\nYou returned:\n{listing(found)}")
         expect_cause(call, f"{want.path.name}:{want.lineno} `{source(want.path, want.lineno)}`", mine[0].reason,
-                     want.cause)
+                     want.cause, f"\nWhy this case: {case.note}." if case.note else "")
 
 
-def expect_cause(call: str, place: str, reason: str, cause: str) -> None:
+def expect_cause(call: str, place: str, reason: str, cause: str, note: str = "") -> None:
     """`reason` is `cause` (surrounding blanks aside), or a failure saying how it differs."""
     if reason.strip() == cause:
         return
@@ -212,10 +235,13 @@ def expect_cause(call: str, place: str, reason: str, cause: str) -> None:
                "and take the first line of the paragraph after them.")
     elif cause in text:
         why = "it holds the cause but more besides: the reason is exactly the cause's first line."
+    elif "twice" in note:
+        why = ("Dynamo reported this line more than once, with different reasons; the entry keeps the reason of the "
+               "first report (one entry per location, as Dynamo first reports it), not a later one.")
     else:
         why = ("the reason is the first line of the text after 'Graph Break Reason:' once the wrapper lines "
                "(one-line paragraphs ending in ':') are skipped, not a line from elsewhere in the report.")
-    raise CheckFailed(f"{call}: the reason for {place} is {text[:200]!r}; expected {cause!r}: {why}")
+    raise CheckFailed(f"{call}: the reason for {place} is {text[:200]!r}; expected {cause!r}: {why}{note}")
 
 
 # --- stage: reasons --------------------------------------------------------------------------------------
@@ -240,8 +266,24 @@ def reason_is_dynamos_cause(ctx):
 
 @CHECKS.check(stage="reasons", weight=1)
 def module_forward(ctx):
-    "an nn.Module: the break inside forward"
-    expect_reasons(ctx, "GatedUnit", expect_lines(ctx, "GatedUnit"))
+    "an nn.Module: the break inside forward, and in a hook the module runs"
+    for name in ("GatedUnit", "HookedScale"):
+        expect_reasons(ctx, name, expect_lines(ctx, name))
+
+
+@CHECKS.check(stage="reasons", weight=1)
+def runs_fn_once(ctx):
+    "fn runs exactly once (its side effects happen once)"
+    case = HIDDEN.CASES["counted"]
+    call = call_text(case)
+    seen = ctx.probe(probes.probe_runs, "counted")
+    judge_lines(found_in(seen["answer"], call), [(e.path, e.lineno) for e in expected_breaks(case)], call,
+                f"\nWhy this case: {case.note}.")
+    expect(seen["runs"] == 1,
+           f"{call}: the function appends to a list each time it runs, and during your finder's call it ran "
+           f"{seen['runs']} times; expected exactly once. Your finder runs fn once, under torch.compile, and "
+           f"reads every break from that one run: don't run it again (eagerly, or through "
+           f"torch._dynamo.explain to cross-check), since a user's function may have side effects.")
 
 
 @CHECKS.check(stage="reasons", weight=1)
@@ -313,8 +355,45 @@ def several_breaks_in_execution_order(ctx):
 
 @CHECKS.check(stage="order", weight=2)
 def one_entry_per_line(ctx):
-    "a line Dynamo reports twice is listed once"
+    "a line Dynamo reports twice is listed once, with the first report's reason"
     expect_lines(ctx, "same_helper_twice")
+    expect_reasons(ctx, "item_then_print", expect_lines(ctx, "item_then_print"))
+
+
+def interleaved_steps() -> st.SearchStrategy[tuple[str, ...]]:
+    """3 or 4 distinct steps of HIDDEN.STEPS (one break each) taken from suspects_hidden.py and helpers_hidden.py in
+    turn, so that the breaks alternate between the two files (a finder that groups by file reorders them)."""
+    mine = [n for n, f in HIDDEN.STEP_FILES.items() if f == "suspects_hidden.py"]
+    theirs = [n for n, f in HIDDEN.STEP_FILES.items() if f == "helpers_hidden.py"]
+
+    def alternate(first_mine: bool, count: int) -> st.SearchStrategy:
+        a, b = (mine, theirs) if first_mine else (theirs, mine)
+        return st.tuples(st.permutations(a), st.permutations(b)).map(
+            lambda ab: tuple(ab[i % 2][i // 2] for i in range(count)))
+
+    return st.tuples(st.booleans(), st.integers(min_value=3, max_value=4)).flatmap(lambda fc: alternate(*fc))
+
+
+@CHECKS.check(stage="order", weight=2)
+def breaks_in_two_files_in_order(ctx):
+    "breaks that alternate between two files, in execution order"
+
+    def in_order(steps: tuple[str, ...]) -> None:
+        want = [ANNOTATIONS[name] for name in steps]
+        call = f"find_graph_breaks(chain(tensor, {', '.join(steps)}))"
+        found = found_in(ctx.probe(probes.probe_find_chain, steps, torch.tensor([0.5, -1.0, 2.0])), call)
+        note = (f"\nWhy this case: chain calls {', '.join(steps)} in that order, each breaking once, alternately in "
+                f"suspects_hidden.py and helpers_hidden.py.")
+        try:
+            judge_lines(found, [(e.path, e.lineno) for e in want], call, note)
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}{config_note(ctx)}") from None
+        for brk, expected in zip(found, want):
+            expect_cause(call, where(expected.path, expected.lineno), brk.reason, expected.cause)
+
+    in_order(("step_print", "step_tolist", "step_item"))
+    fuzz(ctx, interleaved_steps(), in_order, describe=lambda steps: f"steps = {steps}",
+         max_examples=3 if ctx.deep else 1)
 
 
 @CHECKS.check(stage="order", weight=2)
@@ -438,18 +517,23 @@ _ROLE_NAMES = {"graph_breaks": "the graph-break loggers", "trace": "torch.__trac
 
 
 def describe_user(settings: dict) -> str:
-    """A user's logging settings (katas.common.strategies.user_logging_settings) in words."""
+    """A user's logging settings (katas.common.strategies.user_logging_settings, hiding_logging_settings) in
+    words."""
     on = [name for name, value in settings["set_logs"].items() if value]
-    parts = [f"set_logs({', '.join(f'{n}=True' for n in on)})" if on else "torch's default logging"]
+    parts = [f"set_logs({', '.join(f'{n}=True' for n in on)})" if on else "no set_logs switches"]
     for role, tweaks in settings["loggers"].items():
         made = ([f"level {tweaks['level']}"] if tweaks["level"] is not None else []) + \
                ([f"propagate={tweaks['propagate']}"] if tweaks["propagate"] is not None else []) + \
                (["disabled=True"] if tweaks["disabled"] else []) + (["a handler"] if tweaks["handler"] else []) + \
-               (["a filter"] if tweaks["filter"] else [])
+               (["a filter"] if tweaks["filter"] else []) + \
+               ([f"a filter dropping every record ({tweaks['drop_filter']} of their filters)"]
+                if tweaks.get("drop_filter") else [])
         if made:
             parts.append(f"{_ROLE_NAMES[role]}: {', '.join(made)}")
     if settings["warnings_filter"]:
         parts.append("a warnings filter of their own")
+    if len(parts) == 1 and not on:
+        return "torch's default logging, nothing changed"
     return "; ".join(parts)
 
 
@@ -459,12 +543,43 @@ def keeps_users_logging_settings(ctx):
     call = call_text(HIDDEN.CASES[STATE_CASE])
 
     def kept(settings: dict) -> None:
-        expect_logging_kept(ctx, STATE_CASE, f"A user had set up logging their own way ({describe_user(settings)}); "
+        expect_logging_kept(ctx, STATE_CASE, f"Before the call, logging was: {describe_user(settings)}. "
                                              f"{call} changed that:",
-                            "Put back what you found, not torch's defaults. ", settings=settings)
+                            "Put back each value exactly as you read it before changing it (`logger.level`, not "
+                            "`getEffectiveLevel()`; not torch's defaults). ", settings=settings)
 
     kept(probes.USER_EVERYTHING)
     fuzz(ctx, user_logging_settings(), kept, describe=describe_user, max_examples=3 if ctx.deep else 1)
+
+
+@CHECKS.check(stage="state", weight=2)
+def finds_breaks_past_users_settings(ctx):
+    "a user's logging settings that would hide the reports hide none of them, and stay as they were"
+    case = HIDDEN.CASES[STATE_CASE]
+    call = call_text(case)
+    want = [(e.path, e.lineno) for e in expected_breaks(case)]
+
+    def finds(settings: dict) -> None:
+        seen = ctx.probe(probes.probe_logging, STATE_CASE, settings)
+        found = found_in(seen["answer"], call)
+        try:
+            judge_lines(found, want, call)
+        except CheckFailed as exc:
+            raise CheckFailed(
+                f"Before the call, logging was: {describe_user(settings)}.\n{exc}\nThe user's settings hid the "
+                f"reports from your finder. While it collects, it must get past them on each graph-break logger: "
+                f"a level above DEBUG (set DEBUG on each graph-break logger itself, not on a parent), "
+                f"`disabled = True` (set it False), a filter of theirs that drops records (a logger runs its "
+                f"filters in order, before any handler: put a collecting filter first with "
+                f"`logger.filters.insert(0, f)`, so a handler of your own, even with propagate=False, comes too "
+                f"late). Then put every value back.") from None
+        changes = logging_changes(seen["before"], seen["after"])
+        expect(not changes, f"Before the call, logging was: {describe_user(settings)}. {call} found the breaks but "
+                            f"changed that:\n" + "\n".join(f"  - {c[:300]}" for c in changes[:4])
+                            + f"\n{HOW_TO_RESTORE}")
+
+    finds(probes.USER_HIDING)
+    fuzz(ctx, hiding_logging_settings(), finds, describe=describe_user, max_examples=4 if ctx.deep else 1)
 
 
 @CHECKS.check(stage="state", weight=1)
@@ -510,10 +625,11 @@ def expect_fix_exists(ctx, name: str, args: tuple) -> None:
            f"it and traces the code inside, breaks included.) Remove the decorator and rewrite the code instead.")
 
 
-def compile_one_graph(ctx, name: str, args: tuple, shown: str) -> Any:
-    """torch.compile(fixed, fullgraph=True) gives one graph that ran and holds visible ops; returns its output."""
+def compile_one_graph(ctx, name: str, args: tuple, shown: str, more: tuple = ()) -> Any:
+    """torch.compile(fixed, fullgraph=True) gives one graph that ran and holds visible ops; returns the probe's
+    data (its "output", and with `more` the outputs of the same compiled function on those inputs)."""
     call = f"torch.compile(fixed_{name}, fullgraph=True)({shown})"
-    seen = ctx.probe(probes.probe_fix, name, clone(args), "fullgraph")
+    seen = ctx.probe(probes.probe_fix, name, clone(args), "fullgraph", tuple(clone(extra) for extra in more))
     error = seen["error"]
     if error is not None and error["type"] == "TorchRuntimeError":
         raise CheckFailed(f"{call} raised {error['type']}{error['where']}: {error['first_line']}\n"
@@ -522,7 +638,8 @@ def compile_one_graph(ctx, name: str, args: tuple, shown: str) -> Any:
                           f"the checks use'); call fixed_{name} eagerly on the inputs below to see why.")
     if error is not None:
         raise CheckFailed(f"{call} raised {error['type']}{error['where']}: {error['first_line']}\n"
-                          f"With fullgraph=True any graph break is an error. {why_it_breaks(error['text'])}")
+                          f"With fullgraph=True any graph break is an error. {why_it_breaks(error['text'])}"
+                          f"{config_note(ctx)}")
     graphs = seen["graphs"]
     expect(graphs == 1, f"{call} handed {graphs} graphs to the backend; expected exactly one. "
                         + ("Zero graphs means Dynamo never traced the function: it ran in eager." if not graphs else ""))
@@ -533,7 +650,7 @@ def compile_one_graph(ctx, name: str, args: tuple, shown: str) -> Any:
         raise CheckFailed(f"{call}: the graph calls {seen['opaque']}, which hides the function's ops from the "
                           f"compiler (allow_in_graph or a custom op puts one opaque call in the graph). Write the "
                           f"computation with torch ops so they appear in the graph.")
-    return seen["output"]
+    return seen
 
 
 def expect_no_break_without_fullgraph(ctx, name: str, args: tuple, shown: str) -> None:
@@ -610,25 +727,62 @@ def check_fix(ctx, spec: FixSpec) -> None:
     compile_one_graph(ctx, name, args, shown)
     expect_no_break_without_fullgraph(ctx, name, args, shown)
 
-    def same_as_suspect(example: tuple) -> None:
-        with quiet():
-            want = suspect(*clone(example))
-        got = compile_one_graph(ctx, name, example, shown)
-        try:
-            torch.testing.assert_close(got, want, equal_nan=True)
-        except AssertionError as exc:
-            raise CheckFailed(f"the graph of fixed_{name} returned\n{got!r}\nbut suspects.{name} returns\n{want!r}\n"
-                              f"on the same inputs: a fix must not change what the function computes.\n"
-                              f"({str(exc).strip().splitlines()[0]})") from None
+    def same_as_suspect(examples: tuple) -> None:
+        """One torch.compile(fixed, fullgraph=True), called on each example in turn (same shapes): each output is
+        the suspect's on that input, and the inputs are unchanged afterwards."""
+        seen = compile_one_graph(ctx, name, examples[0], shown, examples[1:])
+        outputs = [seen["output"], *seen.get("more_outputs", [])]
+        for k, (example, got, after) in enumerate(zip(examples, outputs, seen["inputs_after"])):
+            with quiet():
+                want = suspect(*clone(example))
+            which = ("" if k == 0 else
+                     f"called a {'second' if k == 1 else 'third'} time, on new inputs of the same shape (compiled once, "
+                     f"as a model's forward is: one compiled fix must serve every input, so nothing may be baked in "
+                     f"at compile time, e.g. by torch._dynamo.assume_constant_result), ")
+            try:
+                torch.testing.assert_close(got, want, equal_nan=True)
+            except AssertionError as exc:
+                raise CheckFailed(f"the graph of fixed_{name}, {which}returned\n{got!r}\nbut suspects.{name} returns"
+                                  f"\n{want!r}\non the same inputs: a fix must not change what the function "
+                                  f"computes.\n({str(exc).strip().splitlines()[0]})\n\nInputs:\n"
+                                  f"{describe_args(name, example)}") from None
+            changed = [p for p, a, b in zip(inspect.signature(suspect).parameters, example, after)
+                       if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
+            if changed:
+                raise CheckFailed(
+                    f"torch.compile(fixed_{name}, fullgraph=True)({shown}) changed its input {changed[0]}: before "
+                    f"the call\n{example[list(inspect.signature(suspect).parameters).index(changed[0])]!r}\n"
+                    f"afterwards\n{after[list(inspect.signature(suspect).parameters).index(changed[0])]!r}\nThe "
+                    f"suspect leaves its arguments as they were, and so must a fix: the caller still holds that "
+                    f"tensor. Compute into new tensors (`x = x - mean`, not `x -= mean`; no `out=` or `_` methods on "
+                    f"an argument).")
 
     for make_edge in spec.edges:
         example = make_edge()
-        try:
-            same_as_suspect(example)
-        except CheckFailed as exc:
-            raise CheckFailed(f"{exc}\n\nInputs:\n{describe_args(name, example)}") from None
-    fuzz(ctx, spec.inputs, same_as_suspect, describe=lambda ex: describe_args(name, ex),
-         max_examples=max(6, ctx.max_examples // 3))
+        other = (example[0] * -3.0 + 0.25, *example[1:])
+        same_as_suspect((example, other))
+    fuzz(ctx, same_shape_pairs(spec.inputs), same_as_suspect,
+         describe=lambda pair: "\n-- then --\n".join(describe_args(name, ex) for ex in pair),
+         max_examples=max(4, ctx.max_examples // 3))
+
+
+def same_shape_pairs(inputs: st.SearchStrategy) -> st.SearchStrategy:
+    """Two argument tuples with the same shapes: one drawn from `inputs`, the other new values of the same shapes
+    (a compiled fix is called on both)."""
+    return inputs.flatmap(lambda ex: st.tuples(st.just(ex), st.tuples(*[float_tensors(tuple(a.shape)) for a in ex])))
+
+
+@CHECKS.check(stage="fixes", weight=1)
+def leaves_dynamo_config_alone(ctx):
+    "importing hunt.py leaves every key of torch._dynamo.config at its default"
+    changed = ctx.probe(probes.probe_dynamo_config, True)["changed"]
+    expect(not changed,
+           "After importing hunt.py (and running the checks before this one), torch._dynamo.config differs from its "
+           "defaults:\n" + "\n".join(f"  - {k} = {v}" for k, v in changed.items()) +
+           "\nA config change applies to every compile in the process, not to your fixes alone: a user who imports "
+           "hunt.py would find Dynamo behaving differently everywhere, and the checks compile your fixes with every "
+           "key at its default. That includes what Dynamo's own hints suggest (reorderable_logging_functions, "
+           "ignore_logging_functions, capture_scalar_outputs): rewrite the code instead.")
 
 
 # One check per suspect, in the order of FIXES.

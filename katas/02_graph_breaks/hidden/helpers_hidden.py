@@ -57,3 +57,26 @@ def peak_scaled(t: torch.Tensor) -> torch.Tensor:
     The peak is read as a Python number, which leaves the graph."""
     peak = t.max().item()  # BREAK helper_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
     return t / peak
+
+
+# Steps for suspects_hidden.chain: one break each, interleaved with the steps of suspects_hidden.py. (warnings is
+# imported here, not at the top, so that peak_scaled's line number stays aligned with two_files'.)
+import warnings  # noqa: E402
+
+
+def step_tolist(t):
+    u = t.abs()
+    first = u.tolist()[0]  # BREAK step_tolist: Tensor.tolist() with non-integer tensor
+    return u + first
+
+
+def step_warn(t):
+    u = t.tanh()
+    warnings.warn("step_warn")  # BREAK step_warn: Attempted to call function marked as skipped
+    return u + 2
+
+
+def step_nonzero(t):
+    u = t * 3
+    hits = torch.nonzero(u > 0)  # BREAK step_nonzero: Dynamic shape operator
+    return u + hits.numel()

@@ -176,6 +176,13 @@ class UsersFilter(logging.Filter):
     """A filter a user put on a logger (it lets every record through)."""
 
 
+class UsersDroppingFilter(logging.Filter):
+    """A filter a user put on a logger to drop what it logs (every record)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
 class UsersHandler(logging.Handler):
     """A handler a user put on a logger to keep their own record of what it logs."""
 
@@ -194,6 +201,21 @@ LOGGER_ROLES: dict[str, Callable[[], list[logging.Logger]]] = {
     "trace": lambda: [logging.getLogger("torch.__trace")],
     "hint": lambda: [logging.getLogger("torch._dynamo.variables.tensor")],
     "dynamo": lambda: [logging.getLogger("torch._dynamo")],
+}
+
+# A user who hid the graph-break reports every way at once: a filter of their own that drops every record, first
+# of their two filters (a collecting filter added anywhere after it, even second to last, sees nothing), the
+# loggers disabled, their level at ERROR, and their parent torch._dynamo at ERROR too.
+USER_HIDING = {
+    "set_logs": {},
+    "loggers": {
+        "graph_breaks": {"level": 40, "propagate": None, "disabled": True, "handler": False, "filter": True,
+                         "drop_filter": "first"},
+        "trace": {"level": None, "propagate": None, "disabled": False, "handler": False, "filter": False},
+        "hint": {"level": None, "propagate": None, "disabled": False, "handler": False, "filter": False},
+        "dynamo": {"level": 40, "propagate": None, "disabled": False, "handler": False, "filter": False},
+    },
+    "warnings_filter": False,
 }
 
 USERS_WARNING_FILTER = ("always", r"a user's own warnings filter", UserWarning)
@@ -261,8 +283,12 @@ def apply_user_settings(settings: dict) -> None:
             if tweaks["propagate"] is not None:
                 logger.propagate = tweaks["propagate"]
             logger.disabled = logger.disabled or tweaks["disabled"]
+            if tweaks.get("drop_filter") == "first":
+                logger.addFilter(UsersDroppingFilter())
             if tweaks["filter"]:
                 logger.addFilter(UsersFilter())
+            if tweaks.get("drop_filter") == "last":
+                logger.addFilter(UsersDroppingFilter())
             if tweaks["handler"]:
                 logger.addHandler(UsersHandler())
     if settings["warnings_filter"]:
@@ -276,7 +302,7 @@ def probe_logging(attempt: ModuleType, case_name: str, settings: dict | None = N
     load time (back_to_pristine: what earlier finders leaked is gone), then the user's settings are made, then a
     warm-up compile, so that torch's lazy trace handler has settled before the first snapshot. "raised" is the
     exception the finder let out, if any (`raises`: the case's function raises ValueError; NotImplementedError
-    always propagates). Afterwards the pristine state is put back, for the checks that follow."""
+    always propagates); "answer" what the finder returned (None when it raised). Afterwards the pristine state is put back, for the checks that follow."""
     case = HIDDEN.CASES[case_name]
     back_to_pristine()
     try:
@@ -285,7 +311,7 @@ def probe_logging(attempt: ModuleType, case_name: str, settings: dict | None = N
         settle_logging()
         held = _live_logging_objects()
         before = logging_snapshot()
-        raised = None
+        raised, result = None, None
         torch._dynamo.reset()
         try:
             # quiet() catches warnings, and its catch_warnings would undo a finder's change to the filters on the
@@ -293,7 +319,7 @@ def probe_logging(attempt: ModuleType, case_name: str, settings: dict | None = N
             with quiet():
                 before["warnings"] = warnings_snapshot()
                 try:
-                    attempt.find_graph_breaks(case.fn, *case.make_args(), **case.make_kwargs())
+                    result = attempt.find_graph_breaks(case.fn, *case.make_args(), **case.make_kwargs())
                 finally:
                     warnings_after = warnings_snapshot()
         except NotImplementedError:
@@ -307,7 +333,69 @@ def probe_logging(attempt: ModuleType, case_name: str, settings: dict | None = N
         del held
     finally:
         back_to_pristine()
-    return {"before": before, "after": after, "raised": raised}
+    return {"before": before, "after": after, "raised": raised, "answer": None if raised else answer(result)}
+
+
+def probe_runs(attempt: ModuleType, case_name: str) -> dict:
+    """The attempt's `find_graph_breaks` on hidden case `case_name`, whose function appends to HIDDEN.RUNS each
+    time it runs: the answer, and how often the function ran during the call."""
+    case = HIDDEN.CASES[case_name]
+    torch._dynamo.reset()
+    HIDDEN.RUNS.clear()
+    with quiet():
+        result = attempt.find_graph_breaks(case.fn, *case.make_args(), **case.make_kwargs())
+    runs = len(HIDDEN.RUNS)
+    HIDDEN.RUNS.clear()
+    return {"answer": answer(result), "runs": runs}
+
+
+def probe_find_chain(attempt: ModuleType, steps: tuple[str, ...], x: torch.Tensor) -> dict:
+    """The attempt's `find_graph_breaks(HIDDEN.chain, x, *steps)`: the named steps (HIDDEN.STEPS, one break each,
+    in suspects_hidden.py and helpers_hidden.py) run in that order."""
+    torch._dynamo.reset()
+    with quiet():
+        result = attempt.find_graph_breaks(HIDDEN.chain, x, *[HIDDEN.STEPS[name] for name in steps])
+    return answer(result)
+
+
+def dynamo_config_changes() -> dict[str, str]:
+    """Every key of torch._dynamo.config whose value is not its default, with the value (repr, trimmed)."""
+    config = torch._dynamo.config
+    return {key: repr(getattr(config, key))[:200] for key in sorted(config._config) if _differs(key)}
+
+
+def _differs(key: str) -> bool:
+    """The key's value is not its default: overridden (or changed in place, a set one added to), and not set
+    explicitly to the default value. Aliases of other keys (cache_size_limit) follow the key they alias."""
+    config = torch._dynamo.config
+    if config._is_default(key):
+        return False
+    try:
+        return bool(getattr(config, key) != config._config[key].default)
+    except Exception:  # noqa: BLE001 - a value that cannot be compared: overridden counts as changed
+        return True
+
+
+def probe_dynamo_config(attempt: ModuleType, started: bool = False) -> dict:
+    """torch._dynamo.config as the attempt's module left it: the keys that differ from their defaults. The checks
+    and probes change the config only inside `config.patch(...)`, so any difference is the attempt's (at import,
+    or left by an earlier call). With `started`, each `fixed_<name>` is first called eagerly on its example
+    inputs: when every one raises NotImplementedError (the stub), the first one propagates, so that this check
+    reads "not implemented" like the others; any other outcome of those calls is left to the fix checks."""
+    if started:
+        unfinished = []
+        for name in SUSPECTS.SUSPECTS:
+            fixed = getattr(attempt, f"fixed_{name}", None)
+            try:
+                with quiet():
+                    fixed(*SUSPECTS.example_inputs(name))
+            except NotImplementedError as exc:
+                unfinished.append(exc)
+            except Exception:  # noqa: BLE001 - missing or failing: the fix checks say so
+                pass
+        if len(unfinished) == len(SUSPECTS.SUSPECTS):
+            raise unfinished[0]
+    return {"changed": dynamo_config_changes()}
 
 
 def probe_find_linked(attempt: ModuleType) -> dict:
@@ -432,7 +520,14 @@ def _collect_breaks():
             logger.propagate = propagate
 
 
-def probe_fix(attempt: ModuleType, name: str, args: tuple, how: str) -> dict:
+def _config_defaults() -> dict[str, Any]:
+    """DEFAULT_CAPTURE_CONFIG, and every other key of torch._dynamo.config that is not at its default, back at it."""
+    config = torch._dynamo.config
+    defaults = {key: config._config[key].default for key in config._config if _differs(key)}
+    return {**defaults, **DEFAULT_CAPTURE_CONFIG}
+
+
+def probe_fix(attempt: ModuleType, name: str, args: tuple, how: str, more: tuple = ()) -> dict:
     """`fixed_<name>` of the attempt on `args` (tensors), run `how`: "eager" (called directly), "fullgraph"
     (torch.compile(..., fullgraph=True)) or "plain" (torch.compile without fullgraph), compiled with a backend
     that records its graphs, Dynamo reset first and the capture flags at their defaults.
@@ -441,7 +536,12 @@ def probe_fix(attempt: ModuleType, name: str, args: tuple, how: str) -> dict:
     compiled graph ran), "ops" (op nodes of each graph, as text), "opaque" (a node hiding ops, or None),
     "error" (a Dynamo error as type, first line, location in the attempt's file, lower-cased text, or None)
     and, for "plain", "breaks" (where Dynamo broke the graph, as reported). "missing" / "disabled" say the
-    function does not exist or is wrapped in torch.compiler.disable; then nothing runs."""
+    function does not exist or is wrapped in torch.compiler.disable; then nothing runs.
+
+    `more`: further argument tuples, each passed to the same compiled function after `args` (one compile serves
+    every input): "more_outputs" holds their outputs; "graphs", "runs" and "ops" count the first call only.
+    "inputs_after" holds each call's arguments as they were after the call (a fix must not change them). Every
+    key of torch._dynamo.config is at its default while the fix compiles, whatever the attempt set."""
     fixed = getattr(attempt, f"fixed_{name}", None)
     if not callable(fixed):
         return {"missing": True}
@@ -456,21 +556,26 @@ def probe_fix(attempt: ModuleType, name: str, args: tuple, how: str) -> dict:
     recorder = GraphRecorder()
     torch._dynamo.reset()
     breaks: list = []
+    more = [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in extra) for extra in more]
+    first: tuple = ()
     try:
-        with quiet(), torch._dynamo.config.patch(**DEFAULT_CAPTURE_CONFIG):
+        with quiet(), torch._dynamo.config.patch(**_config_defaults()):
             compiled = torch.compile(fixed, backend=recorder, fullgraph=how == "fullgraph")
             if how == "plain":
                 with _collect_breaks() as breaks:
                     result["output"] = compiled(*args)
             else:
                 result["output"] = compiled(*args)
+            first = (len(recorder.graphs), recorder.runs)
+            result["more_outputs"] = [compiled(*extra) for extra in more]
     except torch._dynamo.exc.TorchDynamoException as exc:
         text = str(exc)
         result["error"] = {"type": type(exc).__name__, "first_line": (text.strip().splitlines() or [""])[0],
                            "where": _attempt_location(exc, getattr(attempt, "__file__", None)),
                            "text": text.lower()[:20000]}
-    result.update(graphs=len(recorder.graphs), runs=recorder.runs,
-                  ops=[[node_text(n) for n in op_nodes(gm)] for gm in recorder.graphs],
+    graphs, runs = first or (len(recorder.graphs), recorder.runs)
+    result.update(graphs=graphs, runs=runs, inputs_after=[list(args), *[list(extra) for extra in more]],
+                  ops=[[node_text(n) for n in op_nodes(gm)] for gm in recorder.graphs[:graphs]],
                   opaque=next((found for gm in recorder.graphs if (found := opaque_node(gm))), None),
                   breaks=list(breaks))
     torch._dynamo.reset()

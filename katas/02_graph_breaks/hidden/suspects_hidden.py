@@ -228,6 +228,75 @@ def three_kinds(x, coeffs):
     return idx.sum()
 
 
+# --- blind round 2: one line reported with two reasons, a module's hooks, side effects, files interleaved ---
+
+def item_then_print(x):
+    y = x * 2
+    print("peak", y.abs().max().item())  # BREAK item_then_print: Unsupported Tensor.item() call with capture_scalar_outputs=False
+    return y + 1
+
+
+def _announce(module, args):
+    print("HookedScale: input of shape", tuple(args[0].shape))  # BREAK hook_print: Failed to trace builtin operator
+
+
+class HookedScale(nn.Module):
+    """A module whose forward pre-hook breaks: calling the module runs the hook, calling .forward does not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((3,), 2.0))
+        self.register_forward_pre_hook(_announce)
+
+    def forward(self, x):
+        return x * self.scale
+
+
+RUNS: list[int] = []  # one entry per time `counted` runs (the probe clears it before the finder's call)
+
+
+def counted(x):
+    RUNS.append(1)
+    y = x.relu()
+    print("counted: ran once more")  # BREAK counted_print: Failed to trace builtin operator
+    return y + 1
+
+
+# Steps that break once each, here and in helpers_hidden.py; hidden.chain runs a drawn sequence of them, taken
+# from both files in turn (checks.interleaved_steps).
+def step_print(t):
+    u = t + 1
+    print("step_print")  # BREAK step_print: Failed to trace builtin operator
+    return u * 2
+
+
+def step_item(t):
+    u = t.sin()
+    return u * u.sum().item()  # BREAK step_item: Unsupported Tensor.item() call with capture_scalar_outputs=False
+
+
+def step_explicit(t):
+    u = t.cos()
+    torch._dynamo.graph_break()  # BREAK step_explicit: Call to `torch._dynamo.graph_break()`
+    return u - 1
+
+
+def chain(x, *steps):
+    """Runs the steps in order, without a loop (a break inside a loop would make the whole frame fall back)."""
+    if len(steps) == 2:
+        return steps[1](steps[0](x))
+    if len(steps) == 3:
+        return steps[2](steps[1](steps[0](x)))
+    return steps[3](steps[2](steps[1](steps[0](x))))
+
+
+STEPS = {name: fn for name, fn in (("step_print", step_print), ("step_item", step_item),
+                                   ("step_explicit", step_explicit), ("step_tolist", helpers.step_tolist),
+                                   ("step_warn", helpers.step_warn), ("step_nonzero", helpers.step_nonzero))}
+STEP_FILES = {name: ("suspects_hidden.py" if fn.__module__ == __name__ else "helpers_hidden.py")
+              for name, fn in STEPS.items()}
+
+
 # --- the cases the checks run ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -296,4 +365,12 @@ CASES: dict[str, Case] = {case.name: case for case in (
          "two breaks, told apart by their filename"),
     Case("breaks_then_raises", breaks_then_raises, lambda: (torch.randn(3, generator=_g(26)),), ("raise_print",),
          "the function raises after its break, so the finder's clean-up must run on the way out too"),
+    Case("item_then_print", item_then_print, lambda: (torch.tensor([1.0, -3.0]),), ("item_then_print",),
+         "one line breaks twice, first at `.item()`, then at `print`: Dynamo reports it twice with two reasons, "
+         "and the entry keeps the first report's reason"),
+    Case("HookedScale", HookedScale(), lambda: (torch.randn(2, 3, generator=_g(27)),), ("hook_print",),
+         "an nn.Module with a forward pre-hook that breaks: compile and call the module itself, so its hooks run "
+         "as they do when the module is called (module.forward skips them)"),
+    Case("counted", counted, lambda: (torch.randn(3, generator=_g(28)),), ("counted_print",),
+         "the function appends to a list each time it runs: the finder runs it exactly once"),
 )}

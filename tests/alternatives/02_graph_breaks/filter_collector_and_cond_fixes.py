@@ -1,5 +1,6 @@
 """Alternative correct attempt: collects with a logging.Filter (keeps the record, returns False so nothing
-reaches any handler), puts level back and removes the filter in finally; torch.cond / other rewrites for fixes."""
+reaches any handler), first in each logger's filters, with `disabled` cleared; puts level and disabled back and
+removes the filter in finally; torch.cond / other rewrites for fixes."""
 import logging
 import re
 from dataclasses import dataclass
@@ -42,16 +43,18 @@ def find_graph_breaks(fn, *args, **kwargs):
     torch._dynamo.reset()
     keep = _Keep()
     loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.endswith(".__graph_breaks")]
-    levels = [lg.level for lg in loggers]
+    levels = [(lg.level, lg.disabled) for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.DEBUG)
-        lg.addFilter(keep)
+        lg.disabled = False
+        lg.filters.insert(0, keep)  # before any filter of the user's, which might drop the record
     try:
         torch.compile(fn, backend="eager")(*args, **kwargs)
     finally:
-        for lg, level in zip(loggers, levels):
+        for lg, (level, disabled) in zip(loggers, levels):
             lg.removeFilter(keep)
             lg.setLevel(level)
+            lg.disabled = disabled
     out, seen = [], set()
     for m in keep.messages:
         h = HEADER.search(m)  # full header only: the "suppressed" repeats are ignored

@@ -1,5 +1,5 @@
 """Alternative correct attempt (blind round 1, correct_filter.py): a logging.Filter on each graph-break logger
-that keeps each record and returns False; it remembers and restores only level and disabled, and never touches
+that keeps each record and returns False, put first among the logger's filters; it remembers and restores only level and disabled, and never touches
 propagate or handlers. Fixes: torch.where for clamp_norm, clamp-and-count for positive_mean, the others as
 trace_logger_and_other_fixes.py."""
 from __future__ import annotations
@@ -83,7 +83,7 @@ def find_graph_breaks(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list
     saved = [(log, log.level, log.disabled) for log in loggers]
     try:
         for log in loggers:
-            log.addFilter(keep)
+            log.filters.insert(0, keep)  # first: a user's filter that drops records must not run before it
             log.setLevel(logging.DEBUG)
             log.disabled = False
         tensor_log.addFilter(hush)

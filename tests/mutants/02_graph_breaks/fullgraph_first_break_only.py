@@ -9,9 +9,9 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("reports_file_and_line", "reason_is_dynamos_cause", "passes_keyword_arguments",
-             "frame_falls_back_entirely", "several_breaks_in_execution_order", "same_line_in_two_files",
-             "resets_dynamo_first", "filename_as_dynamo_prints_it")
+KILLED_BY = ("breaks_in_two_files_in_order", "filename_as_dynamo_prints_it", "frame_falls_back_entirely",
+             "one_entry_per_line", "passes_keyword_arguments", "reason_is_dynamos_cause", "reports_file_and_line",
+             "resets_dynamo_first", "runs_fn_once", "same_line_in_two_files", "several_breaks_in_execution_order")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

@@ -8,8 +8,8 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("frame_falls_back_entirely", "break_inside_helper", "several_breaks_in_execution_order",
-             "one_entry_per_line", "same_line_in_two_files")
+KILLED_BY = ("break_inside_helper", "breaks_in_two_files_in_order", "frame_falls_back_entirely",
+             "one_entry_per_line", "same_line_in_two_files", "several_breaks_in_execution_order")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

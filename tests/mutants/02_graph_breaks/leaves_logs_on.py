@@ -8,7 +8,8 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("leaves_logging_as_found", "keeps_users_logging_settings", "restores_logging_when_fn_raises")
+KILLED_BY = ("finds_breaks_past_users_settings", "keeps_users_logging_settings", "leaves_logging_as_found",
+             "restores_logging_when_fn_raises")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

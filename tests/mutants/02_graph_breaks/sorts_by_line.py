@@ -6,7 +6,7 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("several_breaks_in_execution_order",)
+KILLED_BY = ("breaks_in_two_files_in_order", "several_breaks_in_execution_order")
 
 
 def find_graph_breaks(fn, *args, **kwargs):

@@ -6,9 +6,9 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("reason_is_dynamos_cause", "passes_keyword_arguments", "break_before_any_op",
-             "frame_falls_back_entirely", "several_breaks_in_execution_order", "same_line_in_two_files",
-             "filename_as_dynamo_prints_it")
+KILLED_BY = ("break_before_any_op", "breaks_in_two_files_in_order", "filename_as_dynamo_prints_it",
+             "frame_falls_back_entirely", "module_forward", "one_entry_per_line", "passes_keyword_arguments",
+             "reason_is_dynamos_cause", "same_line_in_two_files", "several_breaks_in_execution_order")
 
 
 def _first_line(message):

@@ -1,5 +1,7 @@
-"""Alternative correct attempt: switches the graph_breaks artifact loggers to DEBUG and listens on their parent
-`torch._dynamo` logger (records propagate up to it); torch's own handler there still prints the reports."""
+"""Mistake: switches the graph_breaks artifact loggers to DEBUG and listens on their parent `torch._dynamo` logger
+(records propagate up to it): a user's filter that drops records on a graph-break logger, or a disabled
+graph-break logger, hides every report from that handler. (An alternative until blind round 2, whose misses A-C
+made the lesson's rule 7: get past the user's settings while collecting.)"""
 import logging
 import re
 from dataclasses import dataclass
@@ -10,6 +12,8 @@ import torch._dynamo
 from checker.kit import load_reference
 
 _ref = load_reference("02_graph_breaks", "hunt.py")  # the fixes are not what this attempt varies
+
+KILLED_BY = ("finds_breaks_past_users_settings",)
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
 
