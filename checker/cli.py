@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument("--time-limit", type=_positive, default=None,
                         help="CPU seconds one mutant may run (default: twice the reference's run + 20 s)")
     mutate.add_argument("--no-hand", action="store_true", help="skip scoring the hand-written mutants (faster; no --write)")
+    mutate.add_argument("--hand-only", action="store_true",
+                        help="keep the report's mutant verdicts and score only tests/mutants/ and tests/alternatives/ "
+                             "again (after a new hand-written mutant, a corrected KILLED_BY or a new alternative)")
     mutate.add_argument("--hand-checker", action="store_true",
                         help="score the hand-written mutants with `checker kata` itself (slower) instead of the oracle")
     mutate.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
@@ -506,12 +509,15 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 
     if args.write and args.no_hand:
         raise UsageError("--write needs the hand-written mutants scored: drop --no-hand")
+    if args.hand_only and (args.no_hand or args.mutant or args.list):
+        raise UsageError("--hand-only scores the hand-written files only: drop --no-hand, --mutant and --list")
     if (args.mutant or args.list) and args.number is None:
         raise UsageError("say which kata: `python -m checker mutate N --mutant ID` (or --list)")
     katas = [get_kata(args.number)] if args.number is not None else list(load_katas())
     try:
         return run_command(katas, jobs=args.jobs, mutant=args.mutant, listing=args.list, write=args.write,
-                           time_limit=args.time_limit, hand=not args.no_hand, hand_checker=args.hand_checker)
+                           time_limit=args.time_limit, hand=not args.no_hand, hand_checker=args.hand_checker,
+                           hand_only=args.hand_only)
     except MutateError as exc:
         raise UsageError(str(exc)) from None
 

@@ -19,8 +19,8 @@ from typing import Callable
 
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
-from checker.mutation_report import (HandMutant, Report, Survivor, hand_mutants, keep_reasons, load_report,
-                                     mutant_sha256, relative, report_path, sha256)
+from checker.mutation_report import (HandMutant, Report, Survivor, alternatives, hand_mutants, keep_reasons,
+                                     load_report, mutant_sha256, relative, report_path, sha256)
 
 DIFF_LINES_SHOWN = 6
 
@@ -50,6 +50,7 @@ class Run:
     check_stats: dict[str, dict[str, float]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     hand: list[HandMutant] = field(default_factory=list)
+    alternatives: list[HandMutant] = field(default_factory=list)  # the correct alternatives: what each fails
 
     def count(self, result: str) -> int:
         return sum(o.result == result for o in self.outcomes)
@@ -116,7 +117,8 @@ class CheckOrder:
 def mutate(kata: Kata, *, jobs: int, seed: int = DEFAULT_SEED, time_limit: float | None = None,
            hand: bool = True, hand_checker: bool = False, say: Callable[[str], None] = print) -> Run:
     """Generate the mutants of the kata's reference and give each a verdict; with `hand`, also every check each
-    hand-written mutant fails (in the oracle, or with `hand_checker` by `checker kata` itself)."""
+    hand-written mutant and each correct alternative fails (in the oracle, or with `hand_checker` by `checker kata`
+    itself)."""
     from checker.oracle import Job, Oracle, Target
 
     _require_tool()
@@ -173,12 +175,38 @@ def mutate(kata: Kata, *, jobs: int, seed: int = DEFAULT_SEED, time_limit: float
         run.cpu_seconds = round(time.process_time() - cpu_started + children_cpu, 1)
         if hand and not hand_checker:
             started = time.monotonic()
-            run.hand = score_hand_mutants_in_oracle(oracle, kata, jobs=jobs, time_limit=2 * limit, say=say)
+            run.hand, run.alternatives = score_hand_written_in_oracle(oracle, kata, jobs=jobs, time_limit=2 * limit,
+                                                                      say=say)
             run.hand_seconds = round(time.monotonic() - started, 1)
     if hand and hand_checker:
         started = time.monotonic()
-        run.hand = score_hand_mutants(kata, jobs=jobs, seed=seed, say=say)
+        run.hand = score_with_checker(kata, hand_mutants(kata), mutant_sha256, jobs=jobs, seed=seed, say=say)
+        run.alternatives = score_with_checker(kata, alternatives(kata), sha256, jobs=jobs, seed=seed, say=say)
         run.hand_seconds = round(time.monotonic() - started, 1)
+    return run
+
+
+def rescore_hand_written(kata: Kata, *, jobs: int, seed: int = DEFAULT_SEED,
+                         say: Callable[[str], None] = print) -> Run:
+    """`--hand-only`: the report's cosmic-ray verdicts kept, its hand-written mutants and alternatives scored
+    again. Sound only while every file the report names is unchanged (those verdicts depend on nothing else), so
+    it refuses otherwise: after a new mutant, a corrected KILLED_BY or a new alternative, not after a changed check."""
+    from checker.oracle import Oracle, Target
+
+    previous = load_report(kata)
+    if previous is None:
+        raise MutateError(f"--hand-only needs a report to keep: {relative(report_path(kata))} does not exist; "
+                          f"run `make mutate N={kata.number}`")
+    stale = previous.stale_files()
+    if stale:
+        raise MutateError(f"--hand-only keeps the report's verdicts, but they were computed on other files "
+                          f"({'; '.join(stale)}): run `make mutate N={kata.number}` without it")
+    started = time.monotonic()
+    run = Run(kata, files=dict(previous.files))
+    limit = 2 * kata.time_limit
+    with Oracle(Target.of(kata), seed=seed) as oracle:
+        run.hand, run.alternatives = score_hand_written_in_oracle(oracle, kata, jobs=jobs, time_limit=limit, say=say)
+    run.hand_seconds = round(time.monotonic() - started, 1)
     return run
 
 
@@ -226,17 +254,23 @@ class _Progress:
 
 # --- hand-written mutants ----------------------------------------------------------------------------------
 
-def score_hand_mutants_in_oracle(oracle, kata: Kata, *, jobs: int, time_limit: float,
-                                 say: Callable[[str], None] = print) -> list[HandMutant]:
-    """Every check each of tests/mutants/<slug>/*.py fails, learner profile, in the warm oracle: what its
-    KILLED_BY must equal. (A third of the CPU of `checker kata --attempt` per mutant, which starts three processes
-    that each import torch; tests/test_katas.py still proves with the real checker that KILLED_BY's checks fail.)"""
+def score_hand_written_in_oracle(oracle, kata: Kata, *, jobs: int, time_limit: float,
+                                 say: Callable[[str], None] = print) -> tuple[list[HandMutant], list[HandMutant]]:
+    """Every check each hand-written mutant (tests/mutants/<slug>/) and each correct alternative
+    (tests/alternatives/<slug>/) fails, learner profile, in the warm oracle: what a mutant's KILLED_BY must equal,
+    and nothing for an alternative. (A third of the CPU of `checker kata --attempt` per file, which starts three
+    processes that each import torch; tests/test_katas.py still scores one of each with the real checker.)"""
+    return (_score_in_oracle(oracle, hand_mutants(kata), mutant_sha256, "hand-written mutants", jobs, time_limit, say),
+            _score_in_oracle(oracle, alternatives(kata), sha256, "correct alternatives", jobs, time_limit, say))
+
+
+def _score_in_oracle(oracle, files: list[Path], digest: Callable[[Path], str], what: str, jobs: int,
+                     time_limit: float, say: Callable[[str], None]) -> list[HandMutant]:
     from checker.oracle import Job
 
-    files = hand_mutants(kata)
     if not files:
         return []
-    say(f"scoring {len(files)} hand-written mutants on every check...")
+    say(f"scoring {len(files)} {what} on every check...")
     by_key = {relative(path): path for path in files}
     found = []
     for verdict in oracle.run([Job(key, path=path, stop_at_first=False) for key, path in by_key.items()],
@@ -244,20 +278,18 @@ def score_hand_mutants_in_oracle(oracle, kata: Kata, *, jobs: int, time_limit: f
         failing = verdict.failing
         if verdict.outcome in ("timeout", "crashed") or verdict.status == "import_error":
             failing = failing + [f"<{verdict.status or verdict.outcome}: {verdict.message[:120]}>"]
-        found.append(HandMutant(verdict.key, mutant_sha256(by_key[verdict.key]), sorted(failing)))
+        found.append(HandMutant(verdict.key, digest(by_key[verdict.key]), sorted(failing)))
     return sorted(found, key=lambda m: m.file)
 
 
-def score_hand_mutants(kata: Kata, *, jobs: int, seed: int = DEFAULT_SEED,
-                       say: Callable[[str], None] = print) -> list[HandMutant]:
-    """Every check each of tests/mutants/<slug>/*.py fails, scored by the real checker (`checker kata
-    --attempt`, learner profile): what its KILLED_BY must equal."""
+def score_with_checker(kata: Kata, files: list[Path], digest: Callable[[Path], str], *, jobs: int,
+                       seed: int = DEFAULT_SEED, say: Callable[[str], None] = print) -> list[HandMutant]:
+    """Every check each file fails, scored by the real checker (`checker kata --attempt`, learner profile)."""
     from checker.runner import run_kata, run_many
 
-    files = hand_mutants(kata)
     if not files:
         return []
-    say(f"scoring {len(files)} hand-written mutants on every check...")
+    say(f"scoring {len(files)} files of tests/ on every check with the checker itself...")
     jobs_list = [lambda path=path: run_kata(kata, path, seed=seed, profile="learner") for path in files]
     found: list[HandMutant] = []
     for index, result in run_many(jobs_list, workers=jobs):
@@ -267,7 +299,7 @@ def score_hand_mutants(kata: Kata, *, jobs: int, seed: int = DEFAULT_SEED,
         failing = sorted(c.id for c in result.checks if c.status != "pass")
         if result.status in ("error", "timeout") and not failing:
             failing = [f"<{result.status}: {result.message[:120]}>"]
-        found.append(HandMutant(relative(path), mutant_sha256(path), failing))
+        found.append(HandMutant(relative(path), digest(path), failing))
     return sorted(found, key=lambda m: m.file)
 
 
@@ -289,9 +321,17 @@ def build_report(run: Run, previous: Report | None) -> Report:
         "cpu_seconds": float(run.cpu_seconds), "hand_mutants_seconds": float(run.hand_seconds),
     }
     report = Report(kata.number, kata.slug, TOOL, TOOL_VERSION, date.today().isoformat(), DEFAULT_SEED, run.files,
-                    list(selected_operators()), totals, run.check_stats, survivors, run.hand)
+                    list(selected_operators()), totals, run.check_stats, survivors, run.hand, run.alternatives)
     keep_reasons(report, previous)
     return report
+
+
+def rescored_report(run: Run, previous: Report) -> Report:
+    """`previous` with `run`'s hand-written mutants and alternatives (from `rescore_hand_written`)."""
+    from dataclasses import replace
+
+    totals = dict(previous.totals, hand_mutants_seconds=float(run.hand_seconds))
+    return replace(previous, hand_mutants=run.hand, alternatives=run.alternatives, totals=totals)
 
 
 def currency(kata: Kata) -> list[str]:
@@ -299,7 +339,7 @@ def currency(kata: Kata) -> list[str]:
     report = load_report(kata)
     if report is None:
         return [f"{relative(report_path(kata))} does not exist"]
-    problems = report.stale_files() + report.stale_hand_mutants(kata)
+    problems = report.stale_files() + report.stale_hand_mutants(kata) + report.stale_alternatives(kata)
     for name in (relative(kata.solution_path), relative(kata.checks_path)):
         if name not in report.files:
             problems.append(f"the report does not name {name}")
@@ -328,6 +368,9 @@ def summary(run: Run) -> str:
             lines.append(render_mutant(outcome.mutant))
     for mutant in run.hand:
         lines.append(f"hand-written {Path(mutant.file).name}: fails {', '.join(mutant.failing) or 'nothing'}")
+    for alternative in run.alternatives:
+        verdict = f"FAILS {', '.join(alternative.failing)}: a check too narrow" if alternative.failing else "passes every check"
+        lines.append(f"alternative {Path(alternative.file).name}: {verdict}")
     return "\n".join(lines)
 
 
@@ -379,7 +422,7 @@ def default_jobs() -> int:
 
 
 def run_command(katas: list[Kata], *, jobs: int | None, mutant: str | None, listing: bool, write: bool,
-                time_limit: float | None, hand: bool, hand_checker: bool = False) -> int:
+                time_limit: float | None, hand: bool, hand_checker: bool = False, hand_only: bool = False) -> int:
     """What `python -m checker mutate` does; 0 when every kata ran (survivors or not), else 1."""
     jobs = jobs or default_jobs()
     if listing:
@@ -390,6 +433,8 @@ def run_command(katas: list[Kata], *, jobs: int | None, mutant: str | None, list
         return 0
     if mutant is not None:
         return explain_one(katas[0], mutant)
+    if hand_only:
+        return _rescore_command(katas, jobs=jobs, write=write)
     for kata in katas:
         run = mutate(kata, jobs=jobs, time_limit=time_limit, hand=hand, hand_checker=hand_checker)
         print(summary(run))
@@ -410,6 +455,18 @@ def run_command(katas: list[Kata], *, jobs: int | None, mutant: str | None, list
                 print(f"{path} names the current files, but {changed}: run `make mutate N={kata.number}`")
             else:
                 print(f"{path} is current")
+        print()
+    return 0
+
+
+def _rescore_command(katas: list[Kata], *, jobs: int, write: bool) -> int:
+    for kata in katas:
+        run = rescore_hand_written(kata, jobs=jobs)
+        print("\n".join(summary(run).splitlines()[2:]))
+        report = rescored_report(run, load_report(kata))
+        if write:
+            report_path(kata).write_text(report.to_toml(), encoding="utf-8")
+            print(f"wrote {relative(report_path(kata))}: the hand-written mutants and alternatives scored again")
         print()
     return 0
 

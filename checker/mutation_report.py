@@ -3,8 +3,10 @@
 Written by `python -m checker mutate N --write` (`make mutate N=k`); read by the self-tests (tests/test_mutation.py)
 without importing torch or cosmic-ray. A report is current when every file it names (the solution, the checks,
 what they import) still has the sha256 it was computed on, and every hand-written mutant it lists is the file on
-disk. Survivors carry a `reason`: why the mutant behaves the same by the lesson's contract. A new survivor gets
-UNTRIAGED, and a re-run keeps the reasons of survivors whose id is still there.
+disk. It also records every check each correct alternative (tests/alternatives/<slug>/) fails, which must be
+none: `make test` scores one alternative per kata live and reads the rest from here. Survivors carry a `reason`:
+why the mutant behaves the same by the lesson's contract. A new survivor gets UNTRIAGED, and a re-run keeps the
+reasons of survivors whose id is still there.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ REPORT_NAME = "mutation.toml"
 SCHEMA = 1
 UNTRIAGED = "UNTRIAGED"
 MUTANTS_DIR = REPO_ROOT / "tests" / "mutants"
+ALTERNATIVES_DIR = REPO_ROOT / "tests" / "alternatives"
 
 
 def report_path(kata: Kata) -> Path:
@@ -29,6 +32,11 @@ def report_path(kata: Kata) -> Path:
 def hand_mutants(kata: Kata) -> list[Path]:
     """The kata's hand-written mutants, `tests/mutants/<slug>/*.py`."""
     return sorted((MUTANTS_DIR / kata.slug).glob("*.py"))
+
+
+def alternatives(kata: Kata) -> list[Path]:
+    """The kata's correct attempts written unlike the reference, `tests/alternatives/<slug>/*.py`."""
+    return sorted((ALTERNATIVES_DIR / kata.slug).glob("*.py"))
 
 
 def sha256(path: Path) -> str:
@@ -94,6 +102,7 @@ class Report:
     checks: dict[str, dict[str, float]] = field(default_factory=dict)  # id -> {"kills", "seconds"}
     survivors: list[Survivor] = field(default_factory=list)
     hand_mutants: list[HandMutant] = field(default_factory=list)
+    alternatives: list[HandMutant] = field(default_factory=list)  # `failing` must be empty for every one
 
     # --- freshness -----------------------------------------------------------------------------------------
 
@@ -116,6 +125,16 @@ class Report:
         problems += [f"{name} is gone" for name in sorted(set(recorded) - set(on_disk))]
         problems += [f"{name} changed" for name in sorted(set(recorded) & set(on_disk))
                      if mutant_sha256(on_disk[name]) != recorded[name].sha256]
+        return problems
+
+    def stale_alternatives(self, kata: Kata) -> list[str]:
+        """Each correct alternative that is new, gone or changed since the report, as a sentence."""
+        recorded = {m.file: m for m in self.alternatives}
+        on_disk = {relative(p): p for p in alternatives(kata)}
+        problems = [f"{name} is new" for name in sorted(set(on_disk) - set(recorded))]
+        problems += [f"{name} is gone" for name in sorted(set(recorded) - set(on_disk))]
+        problems += [f"{name} changed" for name in sorted(set(recorded) & set(on_disk))
+                     if sha256(on_disk[name]) != recorded[name].sha256]
         return problems
 
     def untriaged(self) -> list[Survivor]:
@@ -161,6 +180,10 @@ class Report:
         for mutant in self.hand_mutants:
             lines += ["", "[[hand_mutant]]  # every check it fails, learner profile", f"file = {_string(mutant.file)}",
                       f"sha256 = {_string(mutant.sha256)}", f"failing = {json.dumps(sorted(mutant.failing))}"]
+        for alternative in self.alternatives:
+            lines += ["", "[[alternative]]  # a correct attempt unlike the reference: every check it fails (none), learner profile",
+                      f"file = {_string(alternative.file)}", f"sha256 = {_string(alternative.sha256)}",
+                      f"failing = {json.dumps(sorted(alternative.failing))}"]
         return "\n".join(lines) + "\n"
 
     @classmethod
@@ -172,6 +195,7 @@ class Report:
             totals=dict(data["totals"]), checks={k: dict(v) for k, v in data.get("checks", {}).items()},
             survivors=[Survivor(**s) for s in data.get("survivor", [])],
             hand_mutants=[HandMutant(**m) for m in data.get("hand_mutant", [])],
+            alternatives=[HandMutant(**m) for m in data.get("alternative", [])],
         )
 
 

@@ -61,6 +61,16 @@ def all_alternatives():
     return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in alternative_files(kata)]
 
 
+def live_alternatives():
+    """The correct alternatives `make test` scores with the real checker: the first of each kata, or every one with
+    FX_KATAS_EVERY_ALTERNATIVE=1. `make mutate` scores every one on every check, and tests/test_mutation.py proves
+    from its report that each passes them all."""
+    if os.environ.get("FX_KATAS_EVERY_ALTERNATIVE") == "1":
+        return all_alternatives()
+    return [pytest.param(kata, files[0], id=f"{kata.slug}/{files[0].stem}")
+            for kata in KATAS if (files := alternative_files(kata))]
+
+
 @pytest.fixture
 def fresh_dynamo():
     """Dynamo's caches emptied before and after the test, torch's warnings kept out of it: for the tests that

@@ -79,6 +79,18 @@ def test_hand_written_mutants_fail_exactly_their_killed_by(kata):
                        "recorded by `make mutate`):\n" + "\n".join(wrong))
 
 
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_every_correct_alternative_passes_every_check(kata):
+    """tests/test_katas.py scores one alternative per kata with the real checker; the others are read from here."""
+    report = _report(kata)
+    stale = report.stale_alternatives(kata)
+    assert not stale, (f"{relative(report_path(kata))} scored other alternatives: {'; '.join(stale)}. "
+                       f"Run `make mutate N={kata.number} ARGS=--hand-only` (or without it if a check changed).")
+    failing = {a.file: a.failing for a in report.alternatives if a.failing}
+    assert not failing, ("a correct alternative fails checks: each is a check too narrow for the lesson's contract "
+                         f"(or the alternative is wrong): {failing}")
+
+
 # --- the tool: mutants --------------------------------------------------------------------------------------
 
 def test_mutants_are_what_cosmic_ray_makes():

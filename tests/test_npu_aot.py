@@ -76,14 +76,27 @@ def test_run_program_compiles_once_per_input_shape_and_counts_launches():
     assert npu.DEVICE.stats.programs_compiled == 2 and npu.DEVICE.stats.launches == 6
 
 
-def test_run_program_keeps_a_few_signatures_and_recompiles_what_was_released():
+def test_run_program_keeps_programs_while_the_device_has_room_and_releases_the_least_recently_used():
     program = pack(linear_gelu_graph())
     w = torch.randn(3, 4)
-    for batch in range(1, npu_aot.KEPT_PROGRAMS + 3):
-        RUN(program, [torch.randn(batch, 4), w])
-    assert npu.DEVICE.stats.programs_resident == npu_aot.KEPT_PROGRAMS
-    npu.DEVICE.release_all()  # a device reset: the kept programs are gone
-    RUN(program, [torch.randn(1, 4), w])
+    slots = npu.DEVICE.max_resident_programs
+    npu.DEVICE.max_resident_programs = 3
+    try:
+        for batch in (1, 2, 3):
+            RUN(program, [torch.randn(batch, 4), w])
+        RUN(program, [torch.randn(1, 4), w])  # batch 1 is now the newest; batch 2 the least recently used
+        npu.DEVICE.reset()
+        RUN(program, [torch.randn(4, 4), w])  # memory full: releases batch 2's program
+        assert npu.DEVICE.stats.programs_resident == 3 and npu.DEVICE.stats.programs_released == 1
+        RUN(program, [torch.randn(1, 4), w])
+        RUN(program, [torch.randn(3, 4), w])
+        assert npu.DEVICE.stats.programs_compiled == 1  # batches 1 and 3 were kept
+        RUN(program, [torch.randn(2, 4), w])
+        assert npu.DEVICE.stats.programs_compiled == 2
+    finally:
+        npu.DEVICE.release_all()
+        npu.DEVICE.max_resident_programs = slots
+    RUN(program, [torch.randn(1, 4), w])  # a device reset: the kept programs are gone, compiled again
     assert npu.DEVICE.stats.programs_resident == 1
 
 

@@ -178,6 +178,30 @@ def test_a_dropped_handle_frees_its_slot():
     assert DEVICE.stats.programs_released == 1 and second.resident
 
 
+def test_kept_programs_release_the_least_recently_used_when_memory_is_full():
+    from katas.common.npu import KeptPrograms
+
+    DEVICE.max_resident_programs = 3
+    kept = KeptPrograms()  # no size of its own: the device's memory bounds it
+    first, second, third = (kept.get(i, lambda i=i: relu_program(i)) for i in (1, 2, 3))
+    assert kept.get(1, lambda: relu_program(9)) is first  # a use makes 1 the newest: 2 is now used longest ago
+    fourth = kept.get(4, lambda: relu_program(4))
+    assert not second.resident and first.resident and third.resident and fourth.resident
+    assert 2 not in kept and len(kept) == 3 and DEVICE.stats.programs_resident == 3
+    kept.discard(3)
+    assert not third.resident and 3 not in kept and DEVICE.stats.programs_resident == 2
+
+
+def test_kept_programs_raise_when_memory_is_full_of_programs_they_do_not_hold():
+    from katas.common.npu import KeptPrograms
+
+    DEVICE.max_resident_programs = 1
+    others = relu_program(1)
+    with pytest.raises(NPUCompileError) as refused:
+        KeptPrograms().get("mine", lambda: relu_program(2))
+    assert refused.value.what == "program" and others.resident
+
+
 def test_reset_keeps_program_memory_and_release_all_empties_it():
     program = relu_program(1)
     DEVICE.reset()

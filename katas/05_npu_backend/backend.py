@@ -42,8 +42,11 @@ def npu_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Call
       NPU partition, and run everything else on the CPU.
     - Each NPU partition compiles one NPU program per concrete input signature when it is first called, and
       reuses it; in inference its parameters are program constants, uploaded again only when they change.
-    - A signature NPU.compile refuses (float64, program memory full) runs on the CPU from then on, with an
-      NPUFallbackWarning naming the partition, the input shapes and the reason.
+    - Partition with your kata 4 support, for float work only: a supported op on int64 values stays on the CPU.
+    - When program memory is full, release the program your backend used longest ago (one LRU cache for the
+      whole backend, e.g. katas.common.npu.KeptPrograms) and compile again.
+    - A signature whose graph NPU.compile refuses (float64, an op it lacks) runs on the CPU from then on, with
+      an NPUFallbackWarning naming the partition, the input shapes and the reason.
     - A program call that raises NPURuntimeError (a device fault) reruns that partition on the CPU for that
       call only, with an NPUFallbackWarning; later calls use the NPU again.
     - Under autograd, outputs and gradients match eager.

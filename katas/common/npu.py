@@ -18,9 +18,11 @@ tensors go in, program handles and tensors come back, and everything the device 
   graph it can run.
 - The graph's `get_attr` tensors are the program's *constants*: copied to the device once, at compile time
   (a copy: changing the host tensor later does not change the program), and never sent again.
-- Program memory is finite: at most `DEVICE.max_resident_programs` (MAX_RESIDENT_PROGRAMS) programs are
+- Program memory is finite: at most `DEVICE.max_resident_programs` (MAX_RESIDENT_PROGRAMS, 64) programs are
   resident at once. A program stays resident until `program.release()`, or until its last handle is
-  garbage-collected. `NPU.compile` on a full device raises NPUCompileError ("program memory is full").
+  garbage-collected. `NPU.compile` on a full device raises NPUCompileError ("program memory is full", with
+  `.what == "program"`). `KeptPrograms` is a least-recently-used cache of programs that releases its oldest to
+  make room.
 - `program(*args)` runs the graph node by node with the NPU's own kernels (`KERNELS`, keyed by canonical
   op). Each compute node is one launch; a fused `kata.linear_gelu` is one launch; layout ops (t, permute,
   transpose, view, reshape) run but cost no launch, because the NPU folds them into how the next kernel
@@ -66,9 +68,11 @@ NPU_OPS = frozenset({
 
 NPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
-# How many compiled programs fit in the NPU's program memory at once. (Dynamo keeps at most 8 compiled versions
-# of a frame, `torch._dynamo.config.recompile_limit`, for the same reason: compiled code is not free to keep.)
-MAX_RESIDENT_PROGRAMS = 8
+# How many compiled programs fit in the NPU's program memory at once. A real model cuts into 10-30 partitions
+# (every CPU op between two NPU ops starts a new one), and each new input shape needs a program per partition:
+# 64 holds two shapes of the tiny transformers in katas/common/real_models.py, not an unbounded workload. The
+# checks also run backends on smaller NPUs (`NPUDevice(max_resident_programs=8)`): read the limit, do not assume it.
+MAX_RESIDENT_PROGRAMS = 64
 
 # Layout ops change how a buffer is indexed, not its contents: they run inside the next kernel, no launch.
 LAYOUT_OPS = frozenset({"t", "permute", "transpose", "view", "reshape"})
@@ -593,20 +597,28 @@ class NPUProgram:
 
 class KeptPrograms:
     """Compiled programs kept by key for a runtime that compiles on first use (one program per input signature: the
-    device is shape-static). At most `size` are kept; the oldest is released to make room, and again whenever the
-    device's program memory is full. A kept program the device released since is compiled again."""
+    device is shape-static), least recently used first out. At most `size` are kept (None: as many as the device
+    holds); the least recently used one is released to make room, and again whenever the device's program memory
+    is full. "Used" is `get`: a program found or compiled under its key. A kept program the device released since
+    is compiled again. When memory is full and nothing is kept, `get` raises the device's NPUCompileError."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int | None = None) -> None:
         self.size = size
         self._programs: "OrderedDict[Any, NPUProgram]" = OrderedDict()
 
+    def __contains__(self, key: Any) -> bool:
+        return key in self._programs
+
+    def __len__(self) -> int:
+        return len(self._programs)
+
     def get(self, key: Any, compile_program: Callable[[], NPUProgram]) -> NPUProgram:
-        """The program kept under `key`, or `compile_program()`'s, kept from now on."""
+        """The program kept under `key`, or `compile_program()`'s, kept from now on; either way the newest."""
         kept = self._programs.pop(key, None)
         if kept is not None and kept.resident:
             self._programs[key] = kept  # now the newest
             return kept
-        while len(self._programs) >= self.size:
+        while self.size is not None and len(self._programs) >= self.size:
             self._release_oldest()
         while True:
             try:
@@ -618,6 +630,12 @@ class KeptPrograms:
                 self._release_oldest()
         self._programs[key] = compiled
         return compiled
+
+    def discard(self, key: Any) -> None:
+        """Release the program kept under `key`, if any, and forget it (a program that went stale)."""
+        program = self._programs.pop(key, None)
+        if program is not None:
+            program.release()
 
     def _release_oldest(self) -> None:
         self._programs.popitem(last=False)[1].release()

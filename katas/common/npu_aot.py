@@ -13,8 +13,10 @@ the process that lowered the model.
   `operator.getitem`), `get_attr` (a tensor: it becomes a constant of the program, copied into the text) and
   `output` nodes. Anything else raises `ProgramFormatError`, naming the node.
 - The op's real kernel compiles the program for the shapes and dtypes of the inputs it is called with
-  (`NPU.compile`: the device is shape-static), keeps the compiled programs of the last `KEPT_PROGRAMS` input
-  signatures, and runs it: a new batch size is one more compile, never a wrong answer. Its fake kernel runs the
+  (`NPU.compile`: the device is shape-static), keeps every compiled program while the device has room (when its
+  program memory is full, the one used longest ago is released), and runs it: a new batch size is one more
+  compile, never a wrong answer. No smaller cap of its own: a saved ResNet-18 calls 18 programs per input shape,
+  and a runtime keeping fewer would compile every one of them again on every call. Its fake kernel runs the
   graph on the fake inputs, so export, `torch.export.load` and symbolic sizes see the right output shapes.
 - `replay_main()` (run as `python -c "from katas.common.npu_aot import replay_main; replay_main()"`, stdin: JSON
   naming saved programs and inputs) loads each program in a
@@ -38,7 +40,7 @@ from katas.common import npu
 
 FORMAT = "fx-katas-npu-program"
 VERSION = 1
-KEPT_PROGRAMS = 4  # compiled input signatures kept per process; the device holds MAX_RESIDENT_PROGRAMS in all
+KEPT_PROGRAMS = None  # programs kept per process: as many as the device holds (KeptPrograms' least recently used rule)
 
 
 class ProgramFormatError(ValueError):

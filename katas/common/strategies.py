@@ -380,12 +380,34 @@ def _grad_mode_layout(draw, writes: tuple = IN_PLACE_WRITES, others: tuple = ())
 
 NPU_WORKLOAD_PARAMETERS = ("fc1.weight", "fc1.bias", "fc2.weight")  # what a weight change edits in place
 NPU_WORKLOAD_FACTORS = (-0.5, 2.0, 0.25)
-NPU_WORKLOAD_SLOTS = 8  # katas.common.npu.MAX_RESIDENT_PROGRAMS: every workload fills program memory, then asks more
+NPU_WORKLOAD_SLOTS = 8  # the small NPU the workloads run on (NPUDevice.max_resident_programs): each overflows it
+
+
+NPU_INT_ARGUMENT_ELEMENTS = 24  # x of kata 5's `reshape_by_second_input` is (6, 4); len(y) divides it
+
+
+def npu_int_argument_calls(lengths=(2, 3, 4, 6, 8, 12)) -> st.SearchStrategy[tuple[int, ...]]:
+    """Kata 5: the lengths of y in successive calls of `relu(x).reshape(len(y), -1) * 2`, x always (6, 4).
+
+    The first two differ (so Dynamo's second graph, symbolic in len(y), serves every call after the first), and the
+    second graph sees at least two lengths: its partition is then called with the same tensor shape and other ints.
+    No length is 0 or 1 (Dynamo specialises those). Shrinks toward short sequences of small lengths."""
+    return _npu_int_argument_calls(tuple(lengths))
+
+
+@st.composite
+def _npu_int_argument_calls(draw, lengths: tuple) -> tuple[int, ...]:
+    first = draw(st.sampled_from(lengths))
+    second = draw(st.sampled_from([n for n in lengths if n != first]))
+    other = draw(st.sampled_from([n for n in lengths if n != second]))
+    rest = draw(st.lists(st.sampled_from(lengths), max_size=3))
+    return (first, second, other, *rest)
 
 
 def npu_workloads(*, slots: int = NPU_WORKLOAD_SLOTS, leading=("batch", "batch and sequence"),
-                  dtypes=("float32",), refusals=(2, 3)) -> st.SearchStrategy[tuple]:
-    """Kata 5's workloads, as plain data: ("workload", leading, requires_grad, dtype, events).
+                  dtypes=("float32",), overflow=(2, 3)) -> st.SearchStrategy[tuple]:
+    """Kata 5's workloads, as plain data: ("workload", leading, requires_grad, dtype, events), played on an NPU of
+    `slots` program slots.
 
     `leading` is "batch" (the `mlp` zoo model, inputs (b, 4)) or "batch and sequence" (`mlp_3d`, inputs (b, s, 4));
     `requires_grad` is what `model.requires_grad_(...)` set before compiling (every call runs under no_grad);
@@ -394,14 +416,15 @@ def npu_workloads(*, slots: int = NPU_WORKLOAD_SLOTS, leading=("batch", "batch a
     leading dim, so that Dynamo's second graph is symbolic in all of them and serves every later call. Then: 1 to 3
     new shapes, repeats (some of them faulted), 1 or 2 weight changes, each followed by a repeat of a shape compiled
     before it (the partition drops 2 or more stale programs there) and maybe new shapes; then new shapes until program
-    memory is full, `refusals` more new shapes (each refused, each its own warning), a refused one again, and a shape
-    that has a program again. No size is 0 or 1 (Dynamo specialises those). Shrinks toward requires_grad False, the
-    first leading kind, one weight change."""
-    return _npu_workload(slots, tuple(leading), tuple(dtypes), tuple(refusals))
+    memory is full, `overflow` more new shapes (each releases the program used longest ago), and 2 to 4 calls of
+    shapes seen before, drawn so that some were released and some were used since they were compiled (which tells
+    least recently used from first compiled), some of them faulted. No size is 0 or 1 (Dynamo specialises those).
+    Shrinks toward requires_grad False, the first leading kind, one weight change."""
+    return _npu_workload(slots, tuple(leading), tuple(dtypes), tuple(overflow))
 
 
 @st.composite
-def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, refusals: tuple) -> tuple:
+def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, overflow: tuple) -> tuple:
     kind = draw(st.sampled_from(leading))
     requires_grad = draw(st.booleans())
     dtype = draw(st.sampled_from(dtypes))
@@ -414,12 +437,14 @@ def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, refusals: tup
     second = next(s for s in pool if all(a != b for a, b in zip(s, first)))
     pool.remove(second)
     events: list[tuple] = [("call", first, False), ("call", second, False)]
-    programs = {second}  # shapes the second (symbolic) graph holds a program for, since the last weight change
+    programs = {second}  # shapes the second (symbolic) graph compiled, since the last weight change
+    seen = [second]  # shapes of the second graph, in the order they were compiled
 
     def new_shape() -> None:
         shape = pool.pop(0)
         events.append(("call", shape, False))
         programs.add(shape)
+        seen.append(shape)
 
     def repeat(among: set, *, fault_allowed: bool = True) -> None:
         shape = draw(st.sampled_from(sorted(among)))
@@ -440,15 +465,15 @@ def _npu_workload(draw, slots: int, leading: tuple, dtypes: tuple, refusals: tup
             new_shape()
         if draw(st.booleans()):
             repeat(programs)
-    while 1 + len(programs) < slots:  # the first graph keeps its one (stale) program: it is never called again
+    while 1 + len(programs) < slots:  # the first graph keeps its one (stale) program until it is the oldest
         new_shape()
-    refused = []
-    for _ in range(draw(st.sampled_from(refusals))):
-        shape = pool.pop(0)
-        events.append(("call", shape, False))
-        refused.append(shape)
-    events.append(("call", draw(st.sampled_from(refused)), False))
-    events.append(("call", draw(st.sampled_from(sorted(programs))), draw(st.booleans())))
+    if draw(st.booleans()):
+        repeat({seen[-len(programs)]})  # the oldest of the second graph's programs, used again: it must stay
+    for _ in range(draw(st.sampled_from(overflow))):
+        new_shape()
+    oldest_half = set(seen[:max(2, len(seen) // 2)])
+    for _ in range(draw(st.integers(min_value=2, max_value=4))):
+        repeat(oldest_half | {seen[-1]})
     return ("workload", kind, requires_grad, dtype, tuple(events))
 
 

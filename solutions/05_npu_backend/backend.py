@@ -17,9 +17,16 @@ What `torch.compile(model, backend="kata_npu")` does with each graph Dynamo capt
                 (the shapes and dtypes of the tensors, the values of the ints), compiled the first time a
                 signature is seen -- the graph may have a symbolic batch size, every program has a static one.
                 In inference the partition's parameters are frozen into the program as constants (uploaded
-                once) and re-uploaded only when one changes. When the NPU refuses a signature (float64, program
-                memory full) or fails a run (a fault), that partition runs on the CPU, with an
-                NPUFallbackWarning; a failed run affects that call only.
+                once) and re-uploaded only when one changes. Every program of the backend, whichever graph and
+                partition compiled it, is kept in one least-recently-used cache (`PROGRAMS`): when program
+                memory is full, the program used longest ago is released to make room, so the programs of a
+                graph Dynamo no longer calls age out instead of keeping the NPU full. When the NPU refuses a
+                signature's graph (float64, an op it lacks) or fails a run (a fault), that partition runs on the
+                CPU, with an NPUFallbackWarning; a failed run affects that call only.
+
+Partitioning leaves integer work to the host: kata 4's table says which ops the NPU has, and a node of such an op that
+reads or makes an integer tensor (an int64 position-id add) stays on the CPU, as size arithmetic does, so that it does
+not take its whole partition down with it.
 
 Classification happens on the ATen graph, after lowering, because that is the graph the NPU compiles: a node
 that is "matmul" in a Dynamo graph becomes expand + bmm + _unsafe_view in ATen, and the NPU runs none of those.
@@ -27,6 +34,7 @@ that is "matmul" in a Dynamo graph becomes expand + bmm + _unsafe_view in ATen, 
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Any, Callable, Sequence
 
 import torch
@@ -36,7 +44,8 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from checker.kit import load_reference
-from katas.common.npu import NPU, NPUCompileError, NPUFallbackWarning, NPUProgram, NPURuntimeError
+from katas.common.npu import (NPU, KeptPrograms, NPUCompileError, NPUFallbackWarning, NPUProgram,
+                              NPURuntimeError)
 
 _op_support = load_reference("04_op_support", "op_support.py")  # kata 4: NPUOperatorSupport
 _fusion = load_reference("03_fusion_guard", "fusion.py")  # kata 3: fuse_linear_gelu
@@ -114,8 +123,30 @@ def partition_for_npu(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     host: with a symbolic batch size the graph computes sizes (`operator.mul(s77, 5)` on SymInts), which are no
     NPU op; the host hands them to the programs as ints.
     """
-    partitioner = CapabilityBasedPartitioner(gm, _op_support.NPUOperatorSupport(), allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(gm, NPUFloatSupport(), allows_single_node_partition=True)
     return partitioner.partition_and_fuse(prefix=PARTITION_PREFIX)
+
+
+def _values(value: Any) -> list:
+    return [v for v in (value if isinstance(value, (tuple, list)) else (value,)) if isinstance(v, torch.Tensor)]
+
+
+def computes_on_floats(node: torch.fx.Node) -> bool:
+    """True unless the node reads or makes an integer or bool tensor (as the capture recorded them in
+    `meta["val"]`). Such a node is index bookkeeping -- position ids, masks -- which the host does, as it does size
+    arithmetic; inside a partition NPU.compile would refuse it and take every float op around it to the CPU.
+    A float64 node is model work: it stays in its partition, and the NPU's refusal falls back loudly."""
+    tensors = _values(node.meta.get("val"))
+    for arg in node.all_input_nodes:
+        tensors += _values(arg.meta.get("val"))
+    return all(t.dtype.is_floating_point for t in tensors)
+
+
+class NPUFloatSupport(_op_support.NPUOperatorSupport):
+    """Kata 4's op table (which ops the NPU has), for nodes that compute on floating-point tensors."""
+
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        return super().is_node_supported(submodules, node) and computes_on_floats(node)
 
 
 def signature(args: Sequence[Any]) -> tuple:
@@ -143,14 +174,20 @@ def freeze_inputs(gm: torch.fx.GraphModule, constants: dict[int, torch.Tensor]) 
     return torch.fx.GraphModule(attrs, graph)
 
 
+# Every program the backend compiled, keyed by (partition, signature), least recently used first out. One cache
+# for all graphs: after Dynamo recompiles for a new shape, the first graph is not called again, and its programs
+# must be the first to go when memory runs out, not keep the NPU full for good.
+PROGRAMS = KeptPrograms()
+
+
 class NPUPartition(torch.nn.Module):
-    """One NPU partition at run time: a cache of NPU programs, one per input signature, and the partition's own
-    GraphModule (`on_cpu`) for whatever the NPU refuses or fails.
+    """One NPU partition at run time: its programs (in `PROGRAMS`, one per input signature), and the partition's
+    own GraphModule (`on_cpu`) for whatever the NPU refuses or fails.
 
     With `freeze`, arguments that are nn.Parameters become constants of the programs. Each program remembers the
     parameters it froze by identity and version (`tensor._version`, which every in-place change bumps): when the
-    caller passes another tensor, or changes one in place, every program of this partition is stale and dropped
-    (which frees its program memory); the next call compiles, and uploads, the current values.
+    caller passes another tensor, or changes one in place, every program of this partition is stale and released;
+    the next call compiles, and uploads, the current values.
     """
 
     def __init__(self, name: str, on_cpu: torch.fx.GraphModule, *, freeze: bool = False) -> None:
@@ -158,8 +195,10 @@ class NPUPartition(torch.nn.Module):
         self.name = name
         self.on_cpu = on_cpu  # not `self.cpu`: nn.Module.cpu() is a method
         self.freeze = freeze
-        self.programs: dict[tuple, NPUProgram | None] = {}  # signature -> program, or None: the NPU refused it
+        self.signatures: set[tuple] = set()  # signatures with a program in PROGRAMS (it may have been evicted since)
+        self.refused: set[tuple] = set()  # signatures whose graph the NPU refused (float64, an op): asked once
         self.frozen: list[tuple[int, torch.Tensor, int, int]] = []  # (position, tensor, _version, data_ptr)
+        weakref.finalize(self, _forget, id(self), self.signatures)  # a graph Dynamo dropped frees its programs
 
     def forward(self, *args: Any) -> Any:
         frozen = self.frozen_positions(args)
@@ -169,11 +208,24 @@ class NPUPartition(torch.nn.Module):
         return self.run_on_npu(program, [a for i, a in enumerate(args) if i not in frozen], args)
 
     def program_for(self, args: Sequence[Any], frozen: set[int]) -> NPUProgram | None:
-        """The program for this call's signature: from the cache, or compiled now (None: the NPU refused it)."""
+        """The program for this call's signature: kept, or compiled now (None: the NPU refused it, warned)."""
         key = signature(args)
-        if key not in self.programs:
-            self.programs[key] = self.compile_program(args, frozen)
-        return self.programs[key]
+        if key in self.refused:
+            return None
+        try:
+            program = PROGRAMS.get((id(self), key), lambda: self.compile_program(args, frozen))
+        except NPUCompileError as error:
+            inputs = [a for i, a in enumerate(args) if i not in frozen]
+            if error.what == "program":  # memory full and nothing of ours to release: only this call, ask again
+                warnings.warn(f"{self.name} ran on the CPU for inputs {describe_inputs(inputs)}: {error}",
+                              NPUFallbackWarning, stacklevel=3)
+                return None
+            warnings.warn(f"{self.name} runs on the CPU for inputs {describe_inputs(inputs)}: {error}",
+                          NPUFallbackWarning, stacklevel=3)
+            self.refused.add(key)  # the graph itself: the answer will not change
+            return None
+        self.signatures.add(key)
+        return program
 
     def run_on_npu(self, program: NPUProgram, inputs: list, args: Sequence[Any]) -> Any:
         """Run `program`; if the run fails, rerun this partition on the CPU, for this call only (warned)."""
@@ -185,7 +237,7 @@ class NPUPartition(torch.nn.Module):
             return self.on_cpu(*args)
 
     def frozen_positions(self, args: Sequence[Any]) -> set[int]:
-        """Positions of the parameters frozen into the programs; drops every program if one of them changed."""
+        """Positions of the parameters frozen into the programs; releases every program if one of them changed."""
         if not self.freeze:
             return set()
         current = [(i, a, a._version, a.data_ptr()) for i, a in enumerate(args) if isinstance(a, torch.nn.Parameter)]
@@ -193,20 +245,22 @@ class NPUPartition(torch.nn.Module):
             i == j and a is b and version == old_version and ptr == old_ptr
             for (i, a, version, ptr), (j, b, old_version, old_ptr) in zip(current, self.frozen))
         if not same:
-            self.programs.clear()  # stale constants: dropping the handles frees their program memory
+            _forget(id(self), self.signatures)  # stale constants: release them, their memory is needed
+            self.refused.clear()
             self.frozen = current
         return {i for i, *_ in current}
 
-    def compile_program(self, args: Sequence[Any], frozen: set[int]) -> NPUProgram | None:
-        """An NPU program for these concrete arguments, the frozen ones as constants; None (warned) if refused."""
+    def compile_program(self, args: Sequence[Any], frozen: set[int]) -> NPUProgram:
+        """An NPU program for these concrete arguments, the frozen ones as constants (NPUCompileError if refused)."""
         graph = freeze_inputs(self.on_cpu, {i: args[i] for i in frozen}) if frozen else self.on_cpu
-        inputs = [a for i, a in enumerate(args) if i not in frozen]
-        try:
-            return NPU.compile(graph, inputs, name=self.name)
-        except NPUCompileError as error:
-            warnings.warn(f"{self.name} runs on the CPU for inputs {describe_inputs(inputs)}: {error}",
-                          NPUFallbackWarning, stacklevel=4)
-            return None
+        return NPU.compile(graph, [a for i, a in enumerate(args) if i not in frozen], name=self.name)
+
+
+def _forget(owner: int, signatures: set[tuple]) -> None:
+    """Release the programs a partition compiled (it went stale, or Dynamo dropped its graph)."""
+    for key in signatures:
+        PROGRAMS.discard((owner, key))
+    signatures.clear()
 
 
 def register(name: str = BACKEND_NAME) -> None:

@@ -21,9 +21,11 @@ Linear layers with CPU ops between them), so any correct lowering passes.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -36,7 +38,8 @@ from checker.manifest import KATAS_DIR
 from katas.common import describe, example_input
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec
 from katas.common.npu import DEVICE, LAYOUT_OPS, NPU_OPS, DeviceService, NPUFallbackWarning, NPUStats
-from katas.common.strategies import mlp_specs, npu_workloads
+from katas.common.strategies import (NPU_INT_ARGUMENT_ELEMENTS, NPU_WORKLOAD_SLOTS, mlp_specs, npu_int_argument_calls,
+                                      npu_workloads)
 from katas.common.zoo import ZOO
 
 probes = load_module(Path(__file__).with_name("probes.py"), "kata05_npu_backend_probes")
@@ -208,12 +211,13 @@ class Compiled:
     def what(self, shape: tuple[int, ...] | None = None) -> str:
         return f"torch.compile({self.example.what(shape)}, backend={self.label})"
 
-    def call(self, inputs: tuple | None = None, *, faults: int = 0, what: str = "") -> Seen:
-        """Call the compiled model once under no_grad, with fresh NPU counters and `faults` injected faults."""
+    def call(self, inputs: tuple | None = None, *, faults: int = 0, what: str = "", grad: bool = False) -> Seen:
+        """Call the compiled model once under no_grad (with `grad`, with autograd on), with fresh NPU counters and
+        `faults` injected faults."""
         inputs = inputs or self.example.inputs()
         what = what or self.what(tuple(inputs[0].shape))
         reset_device(faults=faults)
-        called = self.backend.probe(probes.call, self.session, tuple(inputs))
+        called = self.backend.probe(probes.call, self.session, tuple(inputs), grad)
         stats = device_stats()
         expect(called.error is None,
                f"{what} raised NPURuntimeError: {called.error}\nA failed NPU run must not reach the user: catch "
@@ -293,7 +297,8 @@ def expect_supported_ops_on_npu(compiled: Compiled, seen: Seen) -> None:
 
 
 def expect_no_fallback(seen: Seen) -> None:
-    errors = seen.stats.compile_errors
+    # a memory-full refusal is how an LRU cache learns that it must release a program first: not a fallback
+    errors = [error for error in seen.stats.compile_errors if "program memory is full" not in error]
     expect(not errors,
            f"{seen.what} sent a graph to NPU.compile that it rejected: {errors[0] if errors else ''}\nThis model is "
            f"float32 and every call has a static shape, so the only reasons to reject are an op the NPU cannot run "
@@ -329,10 +334,31 @@ def expect_counts_like_reference(ctx: Context, seen: Seen, example: Example) -> 
            f"more launches: a missed fusion.")
 
 
-def expect_fallback_warning(seen: Seen, reason_words: tuple[str, ...], *, must_name: str = "",
+def names_shape(text: str, shape: tuple[int, ...]) -> bool:
+    """Whether `text` spells `shape` in any of the usual ways: (2, 4), [2, 4], torch.Size([2, 4]), 2x4."""
+    dims = r"[\s,x×\[\]()]{1,4}".join(str(d) for d in shape)
+    return re.search(rf"(?<![\d.]){dims}(?![\d.])", text) is not None
+
+
+UNNAMED_PROGRAM = re.compile(r"npu_program_\d+")
+
+
+def expect_programs_named(seen: Seen) -> None:
+    """The NPU's messages in this call name programs the backend named: `NPU.compile(..., name=partition name)`."""
+    texts = [*seen.stats.runtime_errors, *seen.stats.compile_errors, *seen.fallbacks]
+    unnamed = sorted({m.group(0) for text in texts for m in UNNAMED_PROGRAM.finditer(text)})
+    expect(not unnamed,
+           f"{seen.what}: the NPU's messages name program(s) {', '.join(unnamed)}, the names NPU.compile makes up "
+           f"when it is given none, so neither the NPU's errors nor your warning say which partition this was. "
+           f"Compile each program with name= its partition's name (the submodule's, such as 'npu_partition_0'; "
+           f"README.md, 'New shapes'). Warned: {seen.fallbacks[:1]}")
+
+
+def expect_fallback_warning(seen: Seen, reason_words: tuple[str, ...], *, must_name: tuple[int, ...] = (),
                             one_per: str = "") -> None:
-    """`seen` warned with NPUFallbackWarning, in words that give the reason (and name `must_name`, if given).
-    `one_per` says that an earlier call already warned about another signature of the same partition."""
+    """`seen` warned with NPUFallbackWarning, in words that give the reason (and name the input shape `must_name`,
+    if given, in any spelling), about a partition it names. `one_per` says that an earlier call already warned
+    about another signature of the same partition."""
     other = (f"\nYou did warn, but not with NPUFallbackWarning: {seen.other_warnings[:2]}. The category is the "
              f"contract: it is what users filter on, and what tools count." if seen.other_warnings else "")
     expect(seen.fallbacks or not one_per,
@@ -349,7 +375,8 @@ def expect_fallback_warning(seen: Seen, reason_words: tuple[str, ...], *, must_n
            f"{seen.what} warned {seen.fallbacks[:2]}, which does not say why (expected a mention of "
            f"{' or '.join(repr(w) for w in reason_words)}). Put the NPU's error message in the warning: it names "
            f"the node and the reason.")
-    expect(not must_name or must_name in text,
+    expect_programs_named(seen)
+    expect(not must_name or names_shape(text, must_name),
            f"{seen.what} warned {seen.fallbacks[:2]}, which does not name the input shape {must_name}. A user "
            f"reading it must learn which calls run on the CPU: put the shapes of this call's inputs in the message "
            f"(the NPU's memory-full error names them; a float64 refusal's does not, so add them yourself).")
@@ -467,6 +494,27 @@ def lone_supported_op_runs_on_npu(ctx):
            f"partition. CapabilityBasedPartitioner drops single-node partitions unless you pass "
            f"allows_single_node_partition=True (and then placeholders must not count as supported, or they get "
            f"pulled in).")
+
+
+POSITION_IDS = local("position_ids", 2, 5, 4)
+
+
+@CHECKS.check(stage="offload", weight=2)
+def integer_work_stays_on_the_host(ctx):
+    "an int64 add (position ids) stays on the CPU, and the float ops around it run on the NPU without a refusal"
+    for shape in ((2, 5, 4), (3, 7, 4)):
+        compiled = Compiled(attempt(ctx), POSITION_IDS)
+        seen = compiled.call(POSITION_IDS.inputs(shape))
+        expect_eager(seen)
+        int64 = [e for e in seen.stats.compile_errors if "int64" in e]
+        expect(not int64,
+               f"{seen.what} sent an int64 node to NPU.compile, which refused the partition: {int64[:1]}\n"
+               f"{seen.npu_line}\n`arange(seq) + 1` computes position ids: integer work, the host's job like size "
+               f"arithmetic. Partition only nodes that read and make floating-point tensors (node.meta['val']), or the "
+               f"refusal sends every float op of that partition to the CPU (README.md, 'The pipeline', step 3).")
+        expect_no_fallback(seen)
+        expect(seen.stats.ops_run.get("mul", 0) == 1 and seen.stats.ops_run.get("add", 0) == 1,
+               f"{seen.what}: the float mul and add (x * 2.0 + embedding) did not both run on the NPU.\n{seen.npu_line}")
 
 
 # --- stage: partition -----------------------------------------------------------------------------------------
@@ -604,60 +652,182 @@ def every_dimension_is_part_of_the_signature(ctx):
             expect_on_npu_for_new_shape(seen, compiled_at_least=0, compiled_at_most=0, why=SEEN_SHAPE)
 
 
-@CHECKS.check(stage="shapes", weight=3)
-def full_program_memory_falls_back_loudly(ctx):
-    "when the NPU's program memory is full, a new shape runs on the CPU with a warning; known shapes stay on the NPU"
-    example = zoo("mlp")
-    compiled = Compiled(attempt(ctx), example)
-    limit = device_stats().max_resident_programs
-    served: list[int] = []
-    refused: list[int] = []  # new shapes the full NPU refused: each must warn naming its own shape
-    for batch in range(2, limit + 6):
-        before = device_stats()
-        if before.programs_resident >= before.max_resident_programs:
-            compiled.backend.probe(probes.collect_garbage)  # dropped programs still in reference cycles free now
-            before = device_stats()
-        seen = compiled.call(example.inputs((batch, 4), seed=batch))
-        if before.programs_resident < before.max_resident_programs:
-            room = f"the NPU had room ({before.programs_resident} of {limit} programs resident)"
-            expect_on_npu_for_new_shape(
-                seen, compiled_at_least=1, compiled_at_most=1, why=f"{room}, so a new shape compiles its program",
-                idle_hint=SYMBOLIC_HINT if batch == 3 else
-                f"{room}: a new shape compiles its program while NPU.compile accepts it. Do not invent a bound of "
-                f"your own (README.md, 'When program memory is full').")
-            served.append(batch)
-            continue
-        refused.append(batch)
-        seen.what += (f", a new shape while the NPU's program memory is full ({limit} of {limit} programs)" +
-                      (f", after ({refused[0]}, 4) was refused" if len(refused) > 1 else ""))
-        expect_not_left_to_dynamo(seen, compiled.backend)
-        expect_eager(seen)
-        expect(seen.stats.runs == 0,
-               f"{seen.what}, ran an NPU program anyway, after releasing {seen.stats.programs_released} "
-               f"program(s).\n{seen.npu_line}\n"
-               f"Do not evict a program to make room: a workload that cycles through more shapes than fit would "
-               f"compile on every call. When NPU.compile says the memory is full, run that shape on the CPU "
-               f"(README.md, 'When program memory is full').")
-        expect_fallback_warning(seen, ("memory", "full"), must_name=f"({batch}, 4)")
-        break  # every refusal costs the device a gc.collect(); a second refused shape: weight_changes_while_...
-    overflow = refused[0] if refused else None
-    expect(overflow is not None,
-           f"{compiled.what()} was called with {len(served)} different batch sizes and the NPU never filled up: "
-           f"{device_stats().programs_resident} of {limit} programs are resident. Each new shape needs a program, and "
-           f"a program stays resident while you keep it; do not release programs you will need again.")
+@dataclass(frozen=True)
+class SecondInputExample(Example):
+    """`reshape_by_second_input`: x is always `shape`; what a call varies is the length of y, given as (len(y),)."""
 
-    again = compiled.call(example.inputs((overflow, 4), seed=overflow))
-    expect_eager(again)
-    expect(again.stats.runs == 0 and again.stats.programs_compiled == 0 and not again.stats.compile_errors,
-           f"{again.what}, called a second time after the NPU refused it for a full program memory, asked NPU.compile "
-           f"again ({again.stats.summary()}). Remember every signature the NPU refused and run it on the CPU "
-           f"without asking again: compiling costs time, and the answer will not change (README.md, 'When program "
-           f"memory is full').")
-    for batch in (served[1], served[len(served) // 2], served[-1]):  # the first batch lives in Dynamo's first graph
-        seen = compiled.call(example.inputs((batch, 4), seed=batch))
-        expect_on_npu_for_new_shape(seen, compiled_at_least=0, compiled_at_most=0,
-                                    why="after the memory filled up, the shapes that have a program keep running "
-                                        "it; " + SEEN_SHAPE)
+    def inputs(self, shape: tuple[int, ...] | None = None, seed: int = 1) -> tuple[torch.Tensor, ...]:
+        generator = torch.Generator().manual_seed(seed)
+        return torch.randn(*self.shape, generator=generator), torch.zeros((shape or (2,))[0])
+
+    def what(self, shape: tuple[int, ...] | None = None) -> str:
+        return f"`{self.name}` ({self.text}) on x {self.shape} float32 and y of length {(shape or (2,))[0]}"
+
+
+RESHAPE_BY_SECOND_INPUT = SecondInputExample(
+    "reshape_by_second_input", recipe(local="reshape_by_second_input"), (NPU_INT_ARGUMENT_ELEMENTS // 4, 4),
+    "relu(x).reshape(len(y), -1) * 2")
+
+
+def play_int_argument_calls(ctx: Context, lengths: tuple[int, ...]) -> None:
+    """Call `reshape_by_second_input` with y of each length in turn: Dynamo's first graph serves the first call, its
+    symbolic one every later call, and each graph compiles one program per length it has not run yet."""
+    example = RESHAPE_BY_SECOND_INPUT
+    compiled = Compiled(attempt(ctx), example)
+    compiled_by: set[tuple[str, int]] = set()
+    for step, length in enumerate(lengths):
+        key = ("first" if step == 0 else "second", length)
+        new = key not in compiled_by
+        compiled_by.add(key)
+        what = (f"{example.what((length,))}, call {step + 1} of lengths {list(lengths)} (x's shape never changes; "
+                f"from the second call on, the partition also takes the ints the host computed from len(y))")
+        seen = compiled.call(example.inputs((length,), seed=step), what=what)
+        expect_on_npu_for_new_shape(
+            seen, compiled_at_least=int(new), compiled_at_most=int(new),
+            why=(NEW_SHAPE + ": its int arguments differ from every program this graph holds, though its tensor "
+                 "has the same shape") if new else SEEN_SHAPE,
+            idle_hint="The partition's int arguments are part of its signature: a program compiled for one value "
+                      "refuses another (NPURuntimeError). Key the cache by every tensor argument's shape and dtype "
+                      "and every int argument's value (README.md, 'New shapes').")
+
+
+@CHECKS.check(stage="shapes", weight=2)
+def int_arguments_are_part_of_the_signature(ctx):
+    "calls whose tensors keep their shapes while the host-computed int arguments change get programs of their own"
+    fuzz(ctx, npu_int_argument_calls(), lambda lengths: play_int_argument_calls(ctx, lengths),
+         describe=lambda lengths: f"len(y) in successive calls: {list(lengths)}", max_examples=3 if ctx.deep else 1)
+
+
+class LeastRecentlyUsed:
+    """What a correct backend holds in program memory, by the lesson's rule: programs keyed by (graph, signature),
+    released least recently used first when the device is full; "used" is compiled or run."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.order: list[tuple] = []  # oldest use first
+
+    def use(self, key: tuple) -> tuple[int, int]:
+        """(programs compiled, programs released) by a call that needs the program `key`."""
+        if key in self.order:
+            self.order.remove(key)
+            self.order.append(key)
+            return 0, 0
+        released = 0
+        while len(self.order) >= self.slots:
+            self.order.pop(0)
+            released += 1
+        self.order.append(key)
+        return 1, released
+
+    def drop(self, graph: str) -> int:
+        """Release every program of `graph` (its frozen parameters changed); how many."""
+        stale = [key for key in self.order if key[0] == graph]
+        self.order = [key for key in self.order if key[0] != graph]
+        return len(stale)
+
+    def text(self) -> str:
+        return ", ".join(f"{shape} ({graph} graph)" for graph, shape in self.order) or "none"
+
+
+@contextlib.contextmanager
+def small_npu(slots: int):
+    """The checks' NPU with `slots` program slots for a while (a smaller device of the same kind)."""
+    saved = DEVICE.max_resident_programs
+    DEVICE.release_all()
+    DEVICE.max_resident_programs = slots
+    DEVICE._sync_memory_stats()  # noqa: SLF001 - the checks own the device
+    try:
+        yield
+    finally:
+        DEVICE.release_all()
+        DEVICE.max_resident_programs = saved
+        DEVICE._sync_memory_stats()  # noqa: SLF001
+
+
+def expect_least_recently_used(seen: Seen, backend: Backend, lru: LeastRecentlyUsed, compiled: int, released: int,
+                               *, history: str) -> None:
+    """The call compiled what the LRU rule says, and program memory holds what it says (`released` is what the
+    rule releases in this call; programs dropped without release() count once the garbage collector frees them)."""
+    got = seen.stats
+    if got.programs_released < released or len(lru.order) != device_stats().programs_resident:
+        backend.probe(probes.collect_garbage)  # programs dropped without release() are freed by their finalizers
+    resident = device_stats().programs_resident
+    rule = ("When NPU.compile says program memory is full, release the program your backend used longest ago "
+            "(compiled or run; over every partition of every graph), then compile again (README.md, 'When program "
+            "memory is full').")
+    why = ("no program of this signature is resident by the lesson's rules (new, or released earlier to make room), "
+           "so it compiles one" if compiled else
+           "its program is still resident by the lesson's rules: the programs used longer ago go first")
+    expect(got.programs_compiled == compiled,
+           f"{seen.what} compiled {got.programs_compiled} program(s); expected {compiled}: {why}.\n"
+           f"The calls so far: {history}\nA correct backend now holds (oldest use first): {lru.text()}\n"
+           f"{seen.npu_line}\n{rule}")
+    expect(resident == len(lru.order),
+           f"{seen.what}: program memory holds {resident} program(s) after this call; by the lesson's rules "
+           f"{len(lru.order)}: {lru.text()}.\nThe calls so far: {history}\n{seen.npu_line}\n"
+           + (rule if resident < len(lru.order) else
+              "Release stale programs when a frozen parameter changes (README.md, 'Weights: upload once'), and "
+              "release the least recently used one when memory is full."))
+
+
+@CHECKS.check(stage="shapes", weight=3)
+def full_program_memory_releases_the_least_recently_used(ctx):
+    "on a full NPU a new shape releases the program used longest ago and runs on the NPU; others stay resident"
+    example = zoo("mlp")
+    slots = 6
+    with small_npu(slots):
+        compiled = Compiled(attempt(ctx), example)
+        lru = LeastRecentlyUsed(slots)
+        history: list[str] = []
+        # fill (batch 2 in Dynamo's first graph, the rest in the symbolic one), overflow, then shapes seen before:
+        # 3 was used again just before 9 overflowed, so 4 goes first, then 5: least recently used, not first compiled
+        for batch in (2, 3, 4, 5, 6, 7, 3, 8, 9, 4, 3, 5, 7):
+            graph = "first" if batch == 2 and not history else "second"
+            want_compiled, want_released = lru.use((graph, batch))
+            history.append(f"({batch}, 4)")
+            seen = compiled.call(example.inputs((batch, 4), seed=batch))
+            seen.what += f" on an NPU of {slots} program slots"
+            expect_not_left_to_dynamo(seen, compiled.backend)
+            expect_on_npu_for_new_shape(
+                seen, compiled_at_least=0, compiled_at_most=1, why="one partition: at most one program per call",
+                idle_hint=SYMBOLIC_HINT if batch == 3 else
+                f"The NPU was full ({slots} of {slots} programs), and the lesson's rule keeps it working: release the "
+                f"program your backend used longest ago and compile this shape's (README.md, 'When program memory "
+                f"is full'). Running new shapes on the CPU once memory is full leaves the NPU idle for good.")
+            expect_least_recently_used(seen, compiled.backend, lru, want_compiled, want_released,
+                                       history=", ".join(history))
+
+
+@CHECKS.check(stage="shapes", weight=2)
+def memory_others_hold_falls_back_for_that_call(ctx):
+    "with program memory full of programs your backend does not hold: that call on the CPU, warned; later ones ask again"
+    example = zoo("mlp")
+    slots = 3
+    with small_npu(slots):
+        compiled = Compiled(attempt(ctx), example)
+        first = compiled.call(example.inputs((2, 4), seed=2))
+        expect_on_npu_for_new_shape(first, compiled_at_least=1, compiled_at_most=1, why=NEW_SHAPE)
+        DEVICE.release_all()  # now a program of someone else's fills every slot
+        squatters = [probes.occupy_slot(f"other_{i}") for i in range(slots)]
+        for i, batch in enumerate((5, 6)):
+            seen = compiled.call(example.inputs((batch, 4), seed=batch))
+            seen.what += f", while other code holds all {slots} slots of program memory (your backend holds none)"
+            expect_eager(seen)
+            expect(seen.stats.runs == 0,
+                   f"{seen.what}: an NPU program ran, so the backend released a program it did not own.\n"
+                   f"{seen.npu_line}")
+            expect_fallback_warning(seen, ("memory", "full"), must_name=(batch, 4),
+                                    one_per="refused signature" if i else "")
+        for program in squatters:
+            program.release()
+        again = compiled.call(example.inputs((5, 4), seed=5))
+        again.what += ", called again once program memory had room"
+        expect_on_npu_for_new_shape(
+            again, compiled_at_least=1, compiled_at_most=1,
+            why="a full memory is not an answer about this graph: ask NPU.compile again on the next call",
+            idle_hint="The NPU refused this shape only because its memory was full of other programs, which are gone "
+                      "now. Do not remember a memory-full refusal: the next call asks NPU.compile again (README.md, "
+                      "'When program memory is full').")
 
 
 # --- stage: weights ---------------------------------------------------------------------------------------------
@@ -670,11 +840,16 @@ FROZEN_WITHOUT_GRAD = (zoo("mlp", requires_grad=False),)
 @CHECKS.check(stage="weights", weight=3)
 def weights_are_uploaded_once(ctx):
     "in inference, the weights cross to the NPU once, as program constants: a repeated call uploads only its input"
-    for example in (*map(zoo, WEIGHTED), *FROZEN_WITHOUT_GRAD):
+    # with autograd on, a model whose parameters require no grad still gets aot_autograd's inference graph
+    cases = [(example, False) for example in map(zoo, WEIGHTED)] + [
+        (example, grad) for example in FROZEN_WITHOUT_GRAD for grad in (False, True)]
+    for example, grad in cases:
         compiled = Compiled(attempt(ctx), example)
-        first = compiled.call()
+        first = compiled.call(grad=grad)
         expect_eager(first)
-        seen = compiled.call(what=f"the second call of {compiled.what()}")
+        mode = (", called with autograd on (no torch.no_grad()): nothing requires grad, so aot_autograd hands this "
+                "graph to inference_compiler") if grad else ""
+        seen = compiled.call(what=f"the second call of {compiled.what()}{mode}", grad=grad)
         expect_eager(seen)
         expect_no_fallback(seen)
         (x,) = example.inputs()
@@ -759,7 +934,7 @@ def float64_falls_back_loudly(ctx):
     seen = run_attempt(ctx, example)
     expect_eager(seen)
     expect(seen.stats.runs == 0, f"internal: the NPU ran a float64 program\n{seen.npu_line}")
-    expect_fallback_warning(seen, ("float64", "dtype"), must_name="(2, 4)")
+    expect_fallback_warning(seen, ("float64", "dtype"), must_name=(2, 4))
     # a second batch size makes Dynamo recompile with a symbolic batch: the partitions then also take sizes (ints)
     example = Example("mlp_3d_float64", recipe(zoo="mlp", dtype="float64"), (2, 5, 4),
                       "the `mlp` zoo model in float64, on 3-D inputs")
@@ -767,7 +942,13 @@ def float64_falls_back_loudly(ctx):
     for batch in (2, 3):
         seen = compiled.call(example.inputs((batch, 5, 4), seed=batch))
         expect_eager(seen)
-        expect_fallback_warning(seen, ("float64", "dtype"), must_name=f"({batch}, 5, 4)")
+        expect_fallback_warning(seen, ("float64", "dtype"), must_name=(batch, 5, 4))
+    again = compiled.call(example.inputs((3, 5, 4), seed=4))
+    expect_eager(again)
+    expect(not again.stats.compile_errors and not again.stats.programs_compiled,
+           f"{again.what}, called a second time after the NPU refused its float64 graph, asked NPU.compile again "
+           f"({again.stats.summary()}). A refusal of the graph itself (a dtype, an op) will not change: remember the "
+           f"signature and run it on the CPU without asking again (README.md, 'Falling back').")
 
 
 @CHECKS.check(stage="fallback", weight=3)
@@ -778,23 +959,35 @@ def injected_fault_reruns_that_call_on_cpu(ctx):
         first = compiled.call()
         expect_eager(first)
         per_call = first.stats.runs
-        what = f"calling {compiled.what()} again after DEVICE.inject_fault(1)"
-        faulted = compiled.call(faults=1, what=what)
-        expect_eager(faulted)
-        expect(len(faulted.stats.runtime_errors) == 1,
-               f"internal: expected one runtime error, got {faulted.stats.summary()}")
-        expect_fallback_warning(faulted, ("fault",))
-        if per_call > 1:
-            expect(faulted.stats.runs == per_call - 1,
-                   f"{what}: the fault hit one of the {per_call} NPU programs, and {faulted.stats.runs} of the others "
-                   f"ran on the NPU in that call (expected {per_call - 1}). Fall back per partition: only the "
-                   f"program that failed reruns on the CPU.\nNPU: {faulted.stats.summary()}")
-        after = compiled.call(what=f"the call after {what}")
-        expect_eager(after)
-        expect(after.stats.runs == per_call and not after.fallbacks,
-               f"the call after the faulted one ran {after.stats.runs} NPU program(s) (expected {per_call}, as before "
-               f"the fault) and warned {after.fallbacks}.\nNPU: {after.stats.summary()}\nA fault affects one call: "
-               f"later calls must use the NPU again, not stay on the CPU for good.")
+        for fault in (1, 2):  # every fault of the same partition warns, and none costs a program
+            what = f"calling {compiled.what()} again after DEVICE.inject_fault(1)" + (
+                f" (the {'second' if fault == 2 else 'first'} fault of this partition)")
+            faulted = compiled.call(faults=1, what=what)
+            expect_eager(faulted)
+            expect(len(faulted.stats.runtime_errors) == 1,
+                   f"internal: expected one runtime error, got {faulted.stats.summary()}")
+            expect(faulted.fallbacks or fault == 1,
+                   f"{what} gave eager's answer on the CPU but no NPUFallbackWarning; the first fault warned. Every "
+                   f"fallback warns, each time: a user counting warnings learns how many calls left the NPU "
+                   f"(README.md, 'Falling back').\n{faulted.npu_line}")
+            expect_fallback_warning(faulted, ("fault",))
+            if per_call > 1:
+                expect(faulted.stats.runs == per_call - 1,
+                       f"{what}: the fault hit one of the {per_call} NPU programs, and {faulted.stats.runs} of the "
+                       f"others ran on the NPU in that call (expected {per_call - 1}). Fall back per partition: only "
+                       f"the program that failed reruns on the CPU.\nNPU: {faulted.stats.summary()}")
+            after = compiled.call(what=f"the call after {what}")
+            expect_eager(after)
+            expect(after.stats.runs == per_call and not after.fallbacks,
+                   f"the call after the faulted one ran {after.stats.runs} NPU program(s) (expected {per_call}, as "
+                   f"before the fault) and warned {after.fallbacks}.\nNPU: {after.stats.summary()}\nA fault affects "
+                   f"one call: later calls must use the NPU again, not stay on the CPU for good.")
+            expect(after.stats.programs_compiled == 0 and after.stats.constant_bytes_to_device == 0,
+                   f"the call after the faulted one compiled {after.stats.programs_compiled} program(s) and uploaded "
+                   f"{after.stats.constant_bytes_to_device} B of constants again.\nNPU: {after.stats.summary()}\n"
+                   f"The program that faulted is as good as before: a fault is the device's, for that one run. Keep "
+                   f"the program and run it again on the next call; a signature seen before compiles nothing "
+                   f"(README.md, 'Falling back' and 'New shapes').")
 
 
 # --- stage: autograd ------------------------------------------------------------------------------------------
@@ -904,103 +1097,171 @@ def describe_workload(workload: tuple) -> str:
 
 
 def run_workload(ctx: Context, workload: tuple) -> None:
-    """Play `workload` (strategies.npu_workloads) on the attempt and judge every call by the lesson's rules.
+    """Play `workload` (strategies.npu_workloads) on the attempt, on an NPU of NPU_WORKLOAD_SLOTS slots, and judge
+    every call by the lesson's rules.
 
     What a correct backend holds, as the lesson states it: Dynamo's first graph serves the first call only and keeps
-    its one program for good (that partition is never called again, so it never learns that a weight changed); the
-    second graph serves every later call, keeps one program per signature, and on the first call after a weight
-    change drops them all (and forgets its refusals). A new signature compiles while the device has room, and is
-    refused, with a warning naming its own shape, when it has none."""
+    its one program until it is the one used longest ago (that partition is never called again, so it never learns
+    that a weight changed); the second graph serves every later call, keeps one program per signature, and on the
+    first call after a weight change releases them all. A new signature compiles; on a full device the program used
+    longest ago is released first. Every call runs on the NPU; a faulted run reruns on the CPU, warned."""
     events = workload[4]
     example = workload_example(workload)
-    compiled = Compiled(attempt(ctx), example)
-    slots = device_stats().max_resident_programs
-    second: dict[tuple, str] = {}  # shape -> "npu" | "refused", in the second graph since the last weight change
-    stale = False  # a parameter changed since the second graph was last called
-    story: list[str] = []
-    for step, event in enumerate(events, 1):
-        if event[0] == "scale":
-            _, name, factor = event
-            compiled.scale_parameter(name, factor)
-            story.append(f"model.{name}.mul_({factor})")
-            stale = True
-            continue
-        _, dims, fault = event
-        shape = (*dims, 4)
-        if step == 1:
-            state, expected_resident = None, 0
-        else:
-            if stale:
-                second, stale = {}, False
-            state = second.get(shape)
-            expected_resident = 1 + sum(v == "npu" for v in second.values())
-        before = device_stats()
-        if before.programs_resident >= slots and state is None and expected_resident < slots:
-            compiled.backend.probe(probes.collect_garbage)  # dropped programs in reference cycles are freed now
-            before = device_stats()
-        so_far = ", ".join(story[-6:]) or "nothing"
-        what = (f"{compiled.what(shape)}, call {step} of the workload (the steps before it, last 6: {so_far})"
-                + (", with DEVICE.inject_fault(1)" if fault else ""))
-        story.append(f"{shape}")
-        seen = compiled.call(example.inputs(shape, seed=step), faults=int(fault), what=what)
-        expect_eager(seen, after=" (after the weight changes of this workload)" if "mul_" in so_far else "")
-        if state is None:
+    with small_npu(NPU_WORKLOAD_SLOTS):
+        compiled = Compiled(attempt(ctx), example)
+        lru = LeastRecentlyUsed(NPU_WORKLOAD_SLOTS)
+        stale = False  # a parameter changed since the second graph was last called
+        story: list[str] = []
+        for step, event in enumerate(events, 1):
+            if event[0] == "scale":
+                _, name, factor = event
+                compiled.scale_parameter(name, factor)
+                story.append(f"model.{name}.mul_({factor})")
+                stale = True
+                continue
+            _, dims, fault = event
+            shape = (*dims, 4)
+            graph = "first" if step == 1 else "second"
+            dropped = lru.drop("second") if stale and graph == "second" else 0
+            stale = stale and graph != "second"
+            want_compiled, want_released = lru.use((graph, shape))
+            so_far = ", ".join(story[-6:]) or "nothing"
+            what = (f"{compiled.what(shape)}, call {step} of the workload on an NPU of {NPU_WORKLOAD_SLOTS} program "
+                    f"slots (the steps before it, last 6: {so_far})" + (", with DEVICE.inject_fault(1)" if fault else ""))
+            story.append(f"{shape}")
+            seen = compiled.call(example.inputs(shape, seed=step), faults=int(fault), what=what)
+            expect_eager(seen, after=" (after the weight changes of this workload)" if "mul_" in so_far else "")
             expect_not_left_to_dynamo(seen, compiled.backend)
-        got = seen.stats
-        if state == "npu" and fault:
-            expect(len(got.runtime_errors) == 1 and got.programs_compiled == 0,
-                   f"{what}: a shape that has a program, and the device faulted on it; expected that one failed run "
-                   f"and nothing compiled.\n{seen.npu_line}\nKeep the program: a fault affects one call (README.md, "
-                   f"'Falling back').")
-            expect_fallback_warning(seen, ("fault",))
-        elif state == "npu":
-            (x,) = example.inputs(shape)
-            expect_no_fallback(seen)
-            expect(got.runs == 1 and got.programs_compiled == 0,
-                   f"{what}: this shape already has a program since the last weight change; expected it to run "
-                   f"(1 program) and compile nothing, got {got.runs} run(s), {got.programs_compiled} compiled.\n"
-                   f"{seen.npu_line}\nKeep one program per signature and reuse it; drop them only when a frozen "
-                   f"parameter changed (README.md, 'New shapes' and 'Weights: upload once').")
-            expect(got.input_bytes_to_device == x.numel() * x.element_size() and got.constant_bytes_to_device == 0,
-                   f"{what} sent {got.input_bytes_to_device} B of program inputs and {got.constant_bytes_to_device} B "
-                   f"of constants; the input is {x.numel() * x.element_size()} B.\n{seen.npu_line}\nIn inference the "
-                   f"parameters are frozen into the program; the parameters are the arguments that are nn.Parameters, "
-                   f"whether or not they require grad (README.md, 'Weights: upload once').")
-        elif state == "refused":
-            expect(got.runs == 0 and got.programs_compiled == 0 and not got.compile_errors,
-                   f"{what}: the NPU refused this shape earlier in the workload (program memory full) and no weight "
-                   f"changed since; expected it to run on the CPU without asking NPU.compile again, got "
-                   f"{got.summary()}.\nRemember every refused signature (README.md, 'When program memory is full').")
-        elif expected_resident < slots:
-            if got.runs == 0 or got.programs_compiled != 1:
-                held = device_stats().programs_resident
-                raise CheckFailed(
-                    f"{what}: a new signature while the NPU has room, so it compiles its program and runs on the NPU; "
-                    f"it compiled {got.programs_compiled} and ran {got.runs} program(s), and warned "
-                    f"{seen.fallbacks[:1] or 'nothing'}.\n{seen.npu_line}\nBy the lesson's rules {expected_resident} "
-                    f"of {slots} programs are resident before this call (Dynamo's first graph keeps the one it "
-                    f"compiled for the first call; the second graph's programs since the last weight change: "
-                    f"{expected_resident - 1}); the device held {before.programs_resident} before it and holds {held} "
-                    f"now. If yours held more, stale programs still take slots: drop (or release) them when a frozen "
-                    f"parameter changes. If it refused with room to spare, do not keep a budget of your own (counts "
-                    f"of programs compiled, dropped ones included): the device's program memory is the only bound "
-                    f"(README.md, 'When program memory is full').")
-            expect_no_fallback(seen)
-            second[shape] = "npu"
-        else:
-            expect(got.runs == 0,
-                   f"{what}: a new signature while the NPU's program memory is full ({expected_resident} of {slots} "
-                   f"programs by the lesson's rules), and an NPU program ran, after releasing {got.programs_released} "
-                   f"program(s).\n{seen.npu_line}\nDo not evict a program to make room: run this shape on the CPU "
-                   f"(README.md, 'When program memory is full').")
-            expect_fallback_warning(seen, ("memory", "full"), must_name=str(shape),
-                                    one_per="refused signature" if "refused" in second.values() else "")
-            second[shape] = "refused"
+            got = seen.stats
+            if fault:
+                expect(len(got.runtime_errors) == 1,
+                       f"{what}: the device faulted on this call's run; expected that one failed run, got "
+                       f"{len(got.runtime_errors)}.\n{seen.npu_line}\nKeep the program: a fault affects one call "
+                       f"(README.md, 'Falling back').")
+                expect_fallback_warning(seen, ("fault",))
+            else:
+                if got.runs == 0:
+                    raise CheckFailed(
+                        f"{what}: the NPU ran nothing, and your backend warned {seen.fallbacks[:1] or 'nothing'}.\n"
+                        f"{seen.npu_line}\nEvery call of this workload fits on the NPU: when memory is full, release "
+                        f"the program your backend used longest ago and compile this one (README.md, 'When program "
+                        f"memory is full').")
+                expect_no_fallback(seen)
+            if want_compiled == 0 and not fault:
+                (x,) = example.inputs(shape)
+                expect(got.input_bytes_to_device == x.numel() * x.element_size() and got.constant_bytes_to_device == 0,
+                       f"{what} sent {got.input_bytes_to_device} B of program inputs and {got.constant_bytes_to_device} "
+                       f"B of constants; the input is {x.numel() * x.element_size()} B.\n{seen.npu_line}\nIn inference "
+                       f"the parameters are frozen into the program; the parameters are the arguments that are "
+                       f"nn.Parameters, whether or not they require grad (README.md, 'Weights: upload once').")
+            history = ", ".join(story[-8:])
+            if dropped:
+                history += f" (the first call of the second graph since a weight change: its {dropped} stale " \
+                           f"program(s) go)"
+            expect_least_recently_used(seen, compiled.backend, lru, want_compiled, want_released + dropped,
+                                       history=history)
 
 
 @CHECKS.check(stage="weights", weight=3)
 def weight_changes_while_program_memory_fills(ctx):
-    "weight changes between new shapes until memory is full: room means a program, every refused shape warns"
-    strategy = npu_workloads(refusals=(2, 3) if ctx.deep else (2,))  # each refusal costs the device a gc.collect()
+    "weight changes between new shapes past a full memory: every call on the NPU, programs released least recently used first"
+    strategy = npu_workloads(overflow=(2, 3) if ctx.deep else (2,))
     fuzz(ctx, strategy, lambda workload: run_workload(ctx, workload), describe=describe_workload,
          max_examples=4 if ctx.deep else 1)
+
+
+# --- stage: real models ------------------------------------------------------------------------------------------
+# Tiny transformers and CNNs from `transformers` (katas/common/real_models.py): 5-25 partitions per graph, int64
+# position ids, attention between NPU islands. Four input shapes, then the first again: with 19 partitions a shape,
+# the programs of five signatures and two Dynamo graphs do not all fit in 64 slots, so a backend that never
+# releases a program leaves the NPU idle from the fourth shape on.
+
+REAL_SHAPES = {
+    "bert": ((2, 8), (3, 12), (4, 16), (2, 5)),
+    "gpt2": ((2, 8), (3, 12), (4, 16), (2, 5)),
+    "llama": ((2, 8), (3, 12), (4, 16), (2, 5)),
+    "vit": ((2, 3, 32, 32), (3, 3, 32, 32), (4, 3, 32, 32), (5, 3, 32, 32)),
+    "resnet": ((2, 3, 32, 32), (3, 3, 40, 40), (4, 3, 48, 48), (2, 3, 36, 36)),
+}
+REAL_LEARNER = ("bert",)
+REAL_DEEP = ("bert", "gpt2")
+
+
+@dataclass(frozen=True)
+class RealExample(Example):
+    """A model of katas/common/real_models.py: token ids for the text models, images for the vision ones."""
+
+    def inputs(self, shape: tuple[int, ...] | None = None, seed: int = 1) -> tuple[torch.Tensor, ...]:
+        from katas.common.real_models import REAL_MODELS
+
+        entry = REAL_MODELS[self.name]
+        generator = torch.Generator().manual_seed(seed)
+        shape = shape or self.shape
+        if entry.family == "text":
+            return (torch.randint(0, 128, shape, generator=generator),)
+        return (torch.randn(shape, generator=generator),)
+
+
+def real_example(name: str) -> RealExample:
+    from katas.common.real_models import REAL_MODELS
+
+    entry = REAL_MODELS[name]
+    return RealExample(name, recipe(real=name), REAL_SHAPES[name][0], f"transformers' {name}: {entry.shows}")
+
+
+def compute_ops(ops: dict[str, int]) -> Counter:
+    """Compute ops by canonical name, layout ops aside; a fused linear_gelu stands for two (its Linear and GELU)."""
+    return Counter({op: n * (2 if op == "linear_gelu" else 1) for op, n in ops.items() if op not in LAYOUT_OPS})
+
+
+_SUPPORTED: dict[tuple, Counter] = {}
+
+
+def supported_compute_ops(ctx: Context, example: RealExample, shape: tuple[int, ...]) -> Counter:
+    """The compute ops of the model's ATen graph at `shape` that the NPU runs: kata 4's table, float work only
+    (the reference's support), layout ops aside. Counted on an aot_autograd capture made here, not the attempt's."""
+    key = (example.name, shape)
+    if key not in _SUPPORTED:
+        from katas.common.capture import capture
+
+        gm = capture(probes.build(example.recipe), example.inputs(shape), "aot_autograd").gm
+        support, submodules = ctx.reference.NPUFloatSupport(), dict(gm.named_modules())
+        ops = Counter(canonical(str(n.target)) for n in gm.graph.nodes if support.is_node_supported(submodules, n))
+        _SUPPORTED[key] = compute_ops(ops)
+    return _SUPPORTED[key]
+
+
+def share_text(ran: Counter, supported: Counter) -> str:
+    fused = ran.get("linear_gelu", 0) // 2
+    return (f"{sum(ran.values())} of {sum(supported.values())} supported compute ops ran on the NPU (a fused "
+            f"linear_gelu counts as two). The NPU ran {ops_text(dict(ran))}; the graph has {ops_text(dict(supported))}"
+            + (f", of which {fused} GELU(s) and the Linear before each were fused" if fused else ""))
+
+
+def play_real_model(ctx: Context, example: RealExample) -> None:
+    compiled = Compiled(attempt(ctx), example)
+    calls = (*REAL_SHAPES[example.name], REAL_SHAPES[example.name][0])
+    for i, shape in enumerate(calls, 1):
+        label = "its first shape again" if i == len(calls) else ("its first shape" if i == 1 else f"a new shape")
+        seen = compiled.call(example.inputs(shape, seed=i),
+                             what=f"{compiled.what(shape)}, call {i} of {len(calls)} ({label})")
+        expect_eager(seen)
+        supported = supported_compute_ops(ctx, example, shape)
+        ran = compute_ops(seen.stats.ops_run)
+        expect(sum(ran.values()) >= sum(supported.values()),
+               f"{seen.what}: {share_text(ran, supported)}.\n{seen.npu_line}\n"
+               + ("Your backend warned: " + seen.fallbacks[0][:300] + "\n" if seen.fallbacks else "")
+               + ("The NPU share fell after the first shape: program memory filled up with programs of earlier "
+                  "shapes and of the graph Dynamo no longer calls. Release the program your backend used longest "
+                  "ago when NPU.compile says memory is full (README.md, 'When program memory is full')."
+                  if i > 1 else
+                  "Every op in NPU_OPS that computes on floats runs on the NPU. An int64 op (position ids) in a "
+                  "partition makes NPU.compile refuse the whole partition: keep integer work on the CPU "
+                  "(README.md, 'The pipeline', step 3)."))
+
+
+@CHECKS.check(stage="real_models", weight=3)
+def real_models_keep_the_npu_busy_at_every_shape(ctx):
+    "transformers models (BERT; more in the deep profile) run every supported float op on the NPU, at every shape"
+    for name in REAL_DEEP if ctx.deep else REAL_LEARNER:
+        play_real_model(ctx, real_example(name))

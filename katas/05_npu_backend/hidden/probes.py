@@ -86,7 +86,29 @@ class ReturnsPreActivation(nn.Module):
         return F.gelu(z), z
 
 
+class PositionIds(nn.Module):
+    """x + position embeddings, then Linear -> GELU: `arange(seq) + 1` is an int64 add, as BERT's and GPT-2's are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos, self.fc = nn.Embedding(16, 4), nn.Linear(4, 6)
+
+    def forward(self, x):
+        ids = torch.arange(x.shape[1]) + 1
+        return F.gelu(self.fc(x * 2.0 + self.pos(ids)))
+
+
+class ReshapeBySecondInput(nn.Module):
+    """relu(x).reshape(len(y), -1) * 2: once Dynamo makes len(y) symbolic, the partition takes x, whose shape never
+    changes, and sizes the host computed from y (plain ints), which do."""
+
+    def forward(self, x, y):
+        return torch.relu(x).reshape(y.shape[0], -1) * 2
+
+
 LOCAL_MODELS: dict[str, type[nn.Module]] = {
+    "position_ids": PositionIds,
+    "reshape_by_second_input": ReshapeBySecondInput,
     "lone_relu": LoneRelu,
     "sandwich": Sandwich,
     "graph_break_mlp": GraphBreakMLP,
@@ -95,14 +117,18 @@ LOCAL_MODELS: dict[str, type[nn.Module]] = {
 
 
 def recipe(*, zoo: str = "", local: str = "", spec: MLPSpec | None = None, dtype: str = "float32",
-           requires_grad: bool = True) -> dict:
+           requires_grad: bool = True, real: str = "") -> dict:
     """How to build a model, as plain data: a zoo model, a model class of this file, or a random MLP; with
     `requires_grad=False`, after `model.requires_grad_(False)` (its parameters are still nn.Parameters)."""
-    return {"zoo": zoo, "local": local, "spec": spec, "dtype": dtype, "requires_grad": requires_grad}
+    return {"zoo": zoo, "local": local, "spec": spec, "dtype": dtype, "requires_grad": requires_grad, "real": real}
 
 
 def build(recipe: dict) -> nn.Module:
     """The model `recipe` names, with fixed weights, in eval mode (the same model every time it is built)."""
+    if recipe.get("real"):
+        from katas.common.real_models import REAL_MODELS
+
+        return REAL_MODELS[recipe["real"]].build()
     if recipe["spec"] is not None:
         model = build_mlp(recipe["spec"])
     elif recipe["zoo"]:
@@ -210,10 +236,10 @@ def _plain_warnings(caught: list) -> list[tuple[str, str]]:
     return [(w.category.__name__, str(w.message)) for w in caught]
 
 
-def call(backend_module: ModuleType, session: str, inputs: tuple) -> Called:
-    """Call the session's compiled model with `inputs` under torch.no_grad()."""
+def call(backend_module: ModuleType, session: str, inputs: tuple, grad: bool = False) -> Called:
+    """Call the session's compiled model with `inputs` under torch.no_grad() (with `grad`, with autograd on)."""
     state = _SESSIONS[session]
-    output, caught, error = _call(state, tuple(inputs), grad=False)
+    output, caught, error = _call(state, tuple(inputs), grad=grad)
     return Called(output, _plain_warnings(caught), error, len(state.graphs))
 
 
@@ -301,6 +327,16 @@ def use_stashed_data(backend_module: ModuleType, session: str, name: str, index:
     """`model.<name>.data = stashed tensor <index>`: the parameter keeps its identity and its version, only the
     memory it reads changes (as `Module._apply`, `model.half()` and weight-loading code do)."""
     _SESSIONS[session].model.get_parameter(name).data = _SESSIONS[session].stash[index]
+
+
+def occupy_slot(name: str) -> Any:
+    """A program of someone else's in program memory: the checks compile it on their own device and hold it."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from katas.common.npu import NPU
+
+    example = torch.zeros(2)
+    return NPU.compile(make_fx(torch.relu)(example), [example], name=name)
 
 
 def collect_garbage(backend_module: ModuleType) -> None:

@@ -6,11 +6,16 @@ Roads taken that differ from the stub's hints:
 - freezing is a torch.fx.Transformer-free rewrite done by `_frozen_module`, built once per signature;
   stale programs are release()d explicitly before being forgotten;
 - registration removes the old entry from _COMPILER_FNS, so the latest import wins.
+
+(2026-12-06: the lesson's memory rule changed from "never evict" to least recently used over the whole backend,
+and integer work stays on the host; this attempt follows it with an LRU of its own, an OrderedDict whose oldest program is release()d.)
 """
 from __future__ import annotations
 
 import functools
 import warnings
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import torch
@@ -71,9 +76,17 @@ def legalize_for_npu(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+class FloatWork(op_support.NPUOperatorSupport):
+    """Kata 4's table, for nodes whose tensors are all floating point (integer work is the host's)."""
+
+    def is_node_supported(self, submodules, node) -> bool:
+        values = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+        return super().is_node_supported(submodules, node) and all(
+            v.dtype.is_floating_point for v in values if isinstance(v, torch.Tensor))
+
+
 def partition_for_npu(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    partitioner = CapabilityBasedPartitioner(gm, op_support.NPUOperatorSupport(),
-                                             allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(gm, FloatWork(), allows_single_node_partition=True)
     return partitioner.partition_and_fuse(prefix="npu_partition_")
 
 
@@ -102,23 +115,43 @@ def _frozen_module(on_cpu: torch.fx.GraphModule, frozen: dict[int, torch.Tensor]
     return torch.fx.GraphModule(root, graph)
 
 
+# Every program this backend holds, least recently used first: when program memory is full, the oldest goes.
+_LRU: "OrderedDict[tuple, NPUProgram]" = OrderedDict()
+
+
+def _compile_with_room(graph: torch.fx.GraphModule, live: list, name: str) -> NPUProgram:
+    while True:
+        try:
+            return NPU.compile(graph, live, name=name)
+        except NPUCompileError as error:
+            if error.what != "program" or not _LRU:
+                raise
+            _LRU.popitem(last=False)[1].release()
+
+
+def _forget(keys: set) -> None:
+    for key in keys:
+        _LRU.pop(key, None)
+
+
 class NPUPartition(torch.nn.Module):
     def __init__(self, name: str, on_cpu: torch.fx.GraphModule, *, freeze: bool = False) -> None:
         super().__init__()
         self.name = name
         self.on_cpu = on_cpu
         self.freeze = freeze
-        self.programs: dict[tuple, NPUProgram | None] = {}
+        self.keys: set[tuple] = set()  # this partition's keys in _LRU
+        self.refused: set[tuple] = set()
         self._frozen_state: tuple | None = None
+        weakref.finalize(self, _forget, self.keys)
 
     def _drop_programs(self) -> None:
-        for program in self.programs.values():
+        for key in self.keys:
+            program = _LRU.pop(key, None)
             if program is not None:
-                try:
-                    program.release()
-                except Exception:  # noqa: BLE001 - already gone is fine
-                    pass
-        self.programs.clear()
+                program.release()
+        self.keys.clear()
+        self.refused.clear()
 
     def forward(self, *args: Any) -> Any:
         frozen: dict[int, torch.Tensor] = {}
@@ -129,20 +162,23 @@ class NPUPartition(torch.nn.Module):
                 self._drop_programs()
                 self._frozen_state = state
         key = _signature(args)
-        if key not in self.programs:
-            live = [a for i, a in enumerate(args) if i not in frozen]
+        if key in self.refused:
+            return self.on_cpu(*args)
+        live = [a for i, a in enumerate(args) if i not in frozen]
+        program = _LRU.pop((id(self), key), None)
+        if program is None or not program.resident:
             graph = _frozen_module(self.on_cpu, frozen) if frozen else self.on_cpu
             try:
-                self.programs[key] = NPU.compile(graph, live, name=self.name)
+                program = _compile_with_room(graph, live, self.name)
             except NPUCompileError as error:
                 warnings.warn(f"NPU partition {self.name!r} runs on the CPU for inputs "
                               f"{[tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]}: {error}",
                               NPUFallbackWarning, stacklevel=2)
-                self.programs[key] = None
-        program = self.programs[key]
-        if program is None:
-            return self.on_cpu(*args)
-        live = [a for i, a in enumerate(args) if i not in frozen]
+                if error.what != "program":  # memory full of others' programs: ask again next call
+                    self.refused.add(key)
+                return self.on_cpu(*args)
+        _LRU[(id(self), key)] = program  # now the most recently used
+        self.keys.add((id(self), key))
         try:
             return program(*live)
         except NPURuntimeError as error:

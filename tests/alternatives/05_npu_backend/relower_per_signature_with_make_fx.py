@@ -7,8 +7,17 @@
   (as first written it remembered parameters by identity and _version only, and missed `p.data = other`:
   replaced_parameter_data_is_uploaded_again now catches that; the data_ptr() below is the fix)
 - training: aot_autograd with one compiler, partitions compiled per signature, parameters as inputs.
+- every program, whichever lowered graph holds it, lives in one KeptPrograms (least recently used first out);
+  integer nodes are left out of partitions.
+
+(2026-12-06: the lesson's memory rule changed from "never evict" to least recently used over the whole backend,
+and integer work stays on the host; this attempt follows it with an LRU of its own, katas.common.npu.KeptPrograms.
+Blind round 2 then showed that grad mode alone does not make a training graph: a model after requires_grad_(False)
+called without torch.no_grad() is inference, and as first written this attempt sent its weights every call. It now
+takes the lesson's test, grad mode and an example input that requires grad.)
 """
 import warnings
+import weakref
 
 import torch
 import torch.fx
@@ -19,18 +28,29 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import create_op_support
 
 from checker.kit import load_reference
-from katas.common.npu import NPU, NPUCompileError, NPUFallbackWarning, NPURuntimeError
+from katas.common.npu import NPU, KeptPrograms, NPUCompileError, NPUFallbackWarning, NPURuntimeError
 
 fusion = load_reference("03_fusion_guard", "fusion.py")
 op_support = load_reference("04_op_support", "op_support.py")
 
 aten = torch.ops.aten
+KEPT = KeptPrograms()
+
+
+def _discard_all(keys):
+    for key in keys:
+        KEPT.discard(key)
+
+
+def _floats(node):
+    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    return all(v.dtype.is_floating_point for v in vals if isinstance(v, torch.Tensor))
 
 
 def _support():
     kata4 = op_support.NPUOperatorSupport()
     return create_op_support(lambda subs, node: isinstance(node.meta.get("val"), torch.Tensor)
-                             and kata4.is_node_supported(subs, node))
+                             and _floats(node) and kata4.is_node_supported(subs, node))
 
 
 def _legalise(gm):
@@ -49,18 +69,20 @@ class Part(torch.nn.Module):
 
     def __init__(self, name, sub):
         super().__init__()
-        self.name, self.sub, self.programs = name, sub, {}
+        self.name, self.sub, self.refused, self.keys = name, sub, set(), set()
+        weakref.finalize(self, _discard_all, self.keys)  # an id can be reused once this partition is gone
 
     def forward(self, *args):
         key = tuple((a.shape, a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
-        if key not in self.programs:
-            try:
-                self.programs[key] = NPU.compile(self.sub, list(args), name=self.name)
-            except NPUCompileError as e:
-                warnings.warn(f"{self.name} on CPU for {_shapes(args)}: {e}", NPUFallbackWarning)
-                self.programs[key] = None
-        program = self.programs[key]
-        if program is None:
+        if key in self.refused:
+            return self.sub(*args)
+        try:
+            program = KEPT.get((id(self), key), lambda: NPU.compile(self.sub, list(args), name=self.name))
+            self.keys.add((id(self), key))
+        except NPUCompileError as e:
+            warnings.warn(f"{self.name} on CPU for {_shapes(args)}: {e}", NPUFallbackWarning)
+            if e.what != "program":
+                self.refused.add(key)
             return self.sub(*args)
         try:
             return program(*args)
@@ -98,6 +120,10 @@ class Relowering:
         stamp = [(args[i], args[i]._version, args[i].data_ptr()) for i in params]
         if self.stamp is None or len(stamp) != len(self.stamp) or any(
                 a is not b or v != w or p != q for (a, v, p), (b, w, q) in zip(stamp, self.stamp)):
+            for parent, _ in self.lowered.values():
+                for module in parent.modules():
+                    if isinstance(module, Compiled):
+                        module.release()
             self.lowered.clear()
             self.stamp = stamp
         key = tuple((a.shape, a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
@@ -126,12 +152,14 @@ class Relowering:
                 held = {i: getattr(parent, a.target) for i, a in enumerate(node.args) if a.op == "get_attr"}
                 frozen_sub = _freeze(sub, held)
                 inputs = [a.meta["val"] for i, a in enumerate(node.args) if i not in held]
+                compiled = Compiled(node.target, frozen_sub, sub, sorted(held))
                 try:
-                    program = NPU.compile(frozen_sub, inputs, name=node.target)
+                    compiled.program(inputs)
                 except NPUCompileError as e:
                     warnings.warn(f"{node.target} runs on the CPU for {_shapes(inputs)}: {e}", NPUFallbackWarning)
-                    continue
-                setattr(parent, node.target, Compiled(node.target, program, sub, sorted(held)))
+                    if e.what != "program":
+                        continue
+                setattr(parent, node.target, compiled)
         parent.recompile()
         return parent, positions
 
@@ -152,20 +180,35 @@ def _freeze(sub, held):
 
 
 class Compiled(torch.nn.Module):
-    def __init__(self, name, program, sub, held):
+    """One partition of one lowered graph: its program is kept in KEPT, compiled again if it was released."""
+
+    def __init__(self, name, frozen_sub, sub, held):
         super().__init__()
-        self.name, self.program, self.sub, self.held = name, program, sub, set(held)
+        self.name, self.frozen_sub, self.sub, self.held = name, frozen_sub, sub, set(held)
+        weakref.finalize(self, KEPT.discard, id(self))
+
+    def program(self, inputs):
+        return KEPT.get(id(self), lambda: NPU.compile(self.frozen_sub, list(inputs), name=self.name))
+
+    def release(self):
+        KEPT.discard(id(self))
 
     def forward(self, *args):
+        inputs = [a for i, a in enumerate(args) if i not in self.held]
         try:
-            return self.program(*[a for i, a in enumerate(args) if i not in self.held])
+            program = self.program(inputs)
+        except NPUCompileError as e:
+            warnings.warn(f"{self.name} runs on the CPU for {_shapes(inputs)}: {e}", NPUFallbackWarning)
+            return self.sub(*args)
+        try:
+            return program(*inputs)
         except NPURuntimeError as e:
             warnings.warn(f"{self.name} reran on the CPU: {e}", NPUFallbackWarning)
             return self.sub(*args)
 
 
 def npu_backend(gm, example_inputs):
-    if torch.is_grad_enabled():
+    if torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in example_inputs):
         return aot_autograd(fw_compiler=_training)(gm, example_inputs)
     return Relowering(gm)
 

@@ -7,11 +7,16 @@
 - training is detected in npu_backend too: a graph with a grad-requiring example input under grad mode gets
   no inference_compiler variant (aot_autograd only calls it under no_grad anyway);
 - registration skips when "kata_npu" is already registered (the first import's function stays).
+
+(2026-12-06: the lesson's memory rule changed from "never evict" to least recently used over the whole backend,
+and integer work stays on the host; this attempt follows it with an LRU of its own, an OrderedDict whose oldest handle is dropped.)
 """
 from __future__ import annotations
 
 import functools
 import warnings
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import torch
@@ -72,9 +77,17 @@ def legalize_for_npu(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+class FloatWork(op_support.NPUOperatorSupport):
+    """Kata 4's table, for nodes whose tensors are all floating point (integer work is the host's)."""
+
+    def is_node_supported(self, submodules, node) -> bool:
+        values = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+        return super().is_node_supported(submodules, node) and all(
+            v.dtype.is_floating_point for v in values if isinstance(v, torch.Tensor))
+
+
 def partition_for_npu(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    partitioner = CapabilityBasedPartitioner(gm, op_support.NPUOperatorSupport(),
-                                             allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(gm, FloatWork(), allows_single_node_partition=True)
     return partitioner.partition_and_fuse(prefix="npu_partition_")
 
 
@@ -103,17 +116,41 @@ def _frozen_module(on_cpu: torch.fx.GraphModule, frozen: dict[int, torch.Tensor]
     return torch.fx.GraphModule(root, graph)
 
 
+# Every program this backend holds, least recently used first: when program memory is full, the oldest goes.
+_LRU: "OrderedDict[tuple, NPUProgram]" = OrderedDict()
+
+
+def _compile_with_room(graph: torch.fx.GraphModule, live: list, name: str) -> NPUProgram:
+    while True:
+        try:
+            return NPU.compile(graph, live, name=name)
+        except NPUCompileError as error:
+            if error.what != "program" or not _LRU:
+                raise
+            _LRU.popitem(last=False)  # the last handle goes: its slot is freed
+
+
+def _forget(keys: set) -> None:
+    for key in keys:
+        _LRU.pop(key, None)
+
+
 class NPUPartition(torch.nn.Module):
     def __init__(self, name: str, on_cpu: torch.fx.GraphModule, *, freeze: bool = False) -> None:
         super().__init__()
         self.name = name
         self.on_cpu = on_cpu
         self.freeze = freeze
-        self.programs: dict[tuple, NPUProgram | None] = {}
+        self.keys: set[tuple] = set()  # this partition's keys in _LRU
+        self.refused: set[tuple] = set()
         self._frozen_state: tuple | None = None
+        weakref.finalize(self, _forget, self.keys)
 
     def _drop_programs(self) -> None:
-        self.programs = {}  # the last handles go: their slots are freed
+        for key in self.keys:
+            _LRU.pop(key, None)  # the last handles go: their slots are freed
+        self.keys.clear()
+        self.refused.clear()
 
     def forward(self, *args: Any) -> Any:
         frozen: dict[int, torch.Tensor] = {}
@@ -124,24 +161,26 @@ class NPUPartition(torch.nn.Module):
                 self._drop_programs()
                 self._frozen_state = state
         key = _signature(args)
-        if key not in self.programs:
-            live = [a for i, a in enumerate(args) if i not in frozen]
+        if key in self.refused:
+            warnings.warn(f"NPU partition {self.name!r} runs on the CPU again for inputs "
+                          f"{[tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]} "
+                          f"(refused earlier by the NPU)", NPUFallbackWarning, stacklevel=2)
+            return self.on_cpu(*args)
+        live = [a for i, a in enumerate(args) if i not in frozen]
+        program = _LRU.pop((id(self), key), None)
+        if program is None or not program.resident:
             graph = _frozen_module(self.on_cpu, frozen) if frozen else self.on_cpu
             try:
-                self.programs[key] = NPU.compile(graph, live, name=self.name)
+                program = _compile_with_room(graph, live, self.name)
             except NPUCompileError as error:
                 warnings.warn(f"NPU partition {self.name!r} runs on the CPU for inputs "
                               f"{[tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]}: {error}",
                               NPUFallbackWarning, stacklevel=2)
-                self.programs[key] = None
-        elif self.programs[key] is None:
-            warnings.warn(f"NPU partition {self.name!r} runs on the CPU again for inputs "
-                          f"{[tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]} "
-                          f"(refused earlier by the NPU)", NPUFallbackWarning, stacklevel=2)
-        program = self.programs[key]
-        if program is None:
-            return self.on_cpu(*args)
-        live = [a for i, a in enumerate(args) if i not in frozen]
+                if error.what != "program":  # memory full of others' programs: ask again next call
+                    self.refused.add(key)
+                return self.on_cpu(*args)
+        _LRU[(id(self), key)] = program  # now the most recently used
+        self.keys.add((id(self), key))
         try:
             return program(*live)
         except NPURuntimeError as error:

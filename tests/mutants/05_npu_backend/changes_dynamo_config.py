@@ -9,7 +9,10 @@ from checker.kit import load_reference
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("dynamo_config_left_alone", "full_program_memory_falls_back_loudly",
-             "weight_changes_while_program_memory_fills")
+KILLED_BY = (
+    "dynamo_config_left_alone",
+    "int_arguments_are_part_of_the_signature",
+    "weight_changes_while_program_memory_fills",
+)
 
 torch._dynamo.config.automatic_dynamic_shapes = False

@@ -9,9 +9,9 @@ _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
 KILLED_BY = (
-    'changed_weights_are_uploaded_again',
-    'replaced_parameter_data_is_uploaded_again',
-    'weight_changes_while_program_memory_fills',
+    "changed_weights_are_uploaded_again",
+    "replaced_parameter_data_is_uploaded_again",
+    "weight_changes_while_program_memory_fills",
 )
 
 

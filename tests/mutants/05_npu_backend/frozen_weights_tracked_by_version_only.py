@@ -9,7 +9,6 @@ npu_backend = _ref.npu_backend
 
 KILLED_BY = ("replaced_parameter_data_is_uploaded_again",)
 
-
 def frozen_positions(self, args):
     if not self.freeze:
         return set()
@@ -18,7 +17,8 @@ def frozen_positions(self, args):
         i == j and a is b and version == old_version
         for (i, a, version, _), (j, b, old_version, _) in zip(current, self.frozen))
     if not same:
-        self.programs.clear()
+        _ref._forget(id(self), self.signatures)
+        self.refused.clear()
         self.frozen = current
     return {i for i, *_ in current}
 

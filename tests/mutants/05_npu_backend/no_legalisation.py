@@ -6,7 +6,7 @@ from checker.kit import load_reference
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ('layout_ops_do_not_split_partitions', 'random_mlps_with_cpu_ops')
+KILLED_BY = ("layout_ops_do_not_split_partitions", "random_mlps_with_cpu_ops")
 
 
 def legalize_for_npu(gm):

@@ -8,8 +8,7 @@ from checker.kit import load_reference
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("weights_are_uploaded_once", "weight_changes_while_program_memory_fills")
-
+KILLED_BY = ("weight_changes_while_program_memory_fills", "weights_are_uploaded_once")
 
 def frozen_positions(self, args):
     if not self.freeze:
@@ -20,7 +19,8 @@ def frozen_positions(self, args):
         i == j and a is b and version == old_version and ptr == old_ptr
         for (i, a, version, ptr), (j, b, old_version, old_ptr) in zip(current, self.frozen))
     if not same:
-        self.programs.clear()
+        _ref._forget(id(self), self.signatures)
+        self.refused.clear()
         self.frozen = current
     return {i for i, *_ in current}
 

@@ -3,27 +3,27 @@ right answer, but without a warning: once the NPU is full, every new shape quiet
 import warnings
 
 from checker.kit import load_reference
-from katas.common.npu import NPU, NPUCompileError, NPUFallbackWarning
+from katas.common.npu import NPUCompileError, NPUFallbackWarning
 
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = (
-    'float64_falls_back_loudly',
-    'full_program_memory_falls_back_loudly',
-    'weight_changes_while_program_memory_fills',
-)
+KILLED_BY = ("memory_others_hold_falls_back_for_that_call",)
 
-
-def compile_program(self, args, frozen):
-    graph = _ref.freeze_inputs(self.on_cpu, {i: args[i] for i in frozen}) if frozen else self.on_cpu
-    inputs = [a for i, a in enumerate(args) if i not in frozen]
-    try:
-        return NPU.compile(graph, inputs, name=self.name)
-    except NPUCompileError as error:
-        if "memory is full" not in str(error):  # "not an error in the model, nothing to tell the user"
-            warnings.warn(f"{self.name} runs on the CPU: {error}", NPUFallbackWarning)
+def program_for(self, args, frozen):
+    key = _ref.signature(args)
+    if key in self.refused:
         return None
+    try:
+        program = _ref.PROGRAMS.get((id(self), key), lambda: self.compile_program(args, frozen))
+    except NPUCompileError as error:
+        if error.what != "program":  # "a full memory is not an error in the model, nothing to tell the user"
+            warnings.warn(f"{self.name} runs on the CPU for inputs {_ref.describe_inputs(args)}: {error}",
+                          NPUFallbackWarning)
+            self.refused.add(key)
+        return None
+    self.signatures.add(key)
+    return program
 
 
-_ref.NPUPartition.compile_program = compile_program
+_ref.NPUPartition.program_for = program_for

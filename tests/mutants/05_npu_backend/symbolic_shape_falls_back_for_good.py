@@ -14,13 +14,16 @@ _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
 KILLED_BY = (
-    'changed_weights_are_uploaded_again',
-    'every_dimension_is_part_of_the_signature',
-    'float64_falls_back_loudly',
-    'full_program_memory_falls_back_loudly',
-    'new_batch_sizes_run_on_npu',
-    'weight_changes_while_program_memory_fills',
-    'weights_are_uploaded_once',
+    "changed_weights_are_uploaded_again",
+    "every_dimension_is_part_of_the_signature",
+    "float64_falls_back_loudly",
+    "full_program_memory_releases_the_least_recently_used",
+    "int_arguments_are_part_of_the_signature",
+    "memory_others_hold_falls_back_for_that_call",
+    "new_batch_sizes_run_on_npu",
+    "real_models_keep_the_npu_busy_at_every_shape",
+    "weight_changes_while_program_memory_fills",
+    "weights_are_uploaded_once",
 )
 
 
