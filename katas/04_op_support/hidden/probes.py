@@ -10,9 +10,51 @@ import itertools
 import sys
 from types import ModuleType
 
+import torch
 import torch.fx
 
 _fresh_ids = itertools.count()
+
+
+# --- custom ops of a user's own library whose namespace merely starts like the NPU's ---------------------------
+# Registered wherever this file loads: in the checks' process (checks.py loads it) and in the worker, which loads it
+# on its first probe (`probe_user_ops_registered`), before any graph holding these ops crosses to it.
+
+def _katalib_gelu(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(1.702 * x)
+
+
+def _atenlib_relu(x: torch.Tensor) -> torch.Tensor:
+    return x.clamp_min(0)
+
+
+USER_OPS = {"katalib::gelu": _katalib_gelu, "atenlib::relu": _atenlib_relu}
+
+
+def register_user_ops() -> None:
+    """torch.ops.katalib.gelu and torch.ops.atenlib.relu: a user's custom ops (torch.library), once per process."""
+    for qualname, fn in USER_OPS.items():
+        namespace, name = qualname.split("::")
+        if hasattr(getattr(torch.ops, namespace), name):
+            continue
+        op = torch.library.custom_op(qualname, mutates_args=())(fn)
+        op.register_fake(lambda x: torch.empty_like(x))
+
+
+register_user_ops()
+
+
+def probe_user_ops_registered(attempt: ModuleType) -> bool:
+    """Nothing but loading this file where the attempt runs, so its user ops exist there (they do now)."""
+    return all(hasattr(getattr(torch.ops, q.split("::")[0]), q.split("::")[1]) for q in USER_OPS)
+
+
+def probe_fresh_canonical_op(attempt: ModuleType, gm: torch.fx.GraphModule, node_name: str) -> object:
+    """canonical_op of node `node_name` asked of a freshly imported copy of the attempt, which has seen no other
+    graph: a str or None, else the repr of what it returned."""
+    node = next(n for n in gm.graph.nodes if n.name == node_name)
+    got = _fresh_copy(attempt).canonical_op(node, dict(gm.named_modules()))
+    return got if got is None or isinstance(got, str) else repr(got)
 
 
 def _fresh_copy(attempt: ModuleType) -> ModuleType:

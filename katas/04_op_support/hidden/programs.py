@@ -3,7 +3,8 @@
 A `ProgramSpec` is a list of steps on a (batch, 4) tensor, a dtype, a capture, whether sizes stay symbolic, and
 which kernels the device lacks (ops taken out of NPU_OPS). Each step is one of the lesson's axes: a Linear or a
 module subclass at depth 1 or 2 (with or without a forward of its own), an activation as module, function, method
-or in-place form (or with inplace=True, which is no in-place form), int64 index math and 0-dim tensors, a packet or an overload of the aten / kata / mylib namespaces, a getitem on a tensor or on a
+or in-place form (or with inplace=True, which is no in-place form), int64 index math, bool masks and 0-dim
+tensors, a packet or an overload of the aten / kata / mylib / prims namespaces, a getitem on a tensor or on a
 multi-output op, SymInt and SymFloat size arithmetic, torch.cond (nested too) and a no_grad block. `build_program`
 makes the model, `program_inputs` its input, `describe_program` the text a learner sees, and `program_specs` draws
 specs (Hypothesis) that every capture can take. The checks compare the attempt with the reference node by node
@@ -72,10 +73,12 @@ STEP_TEXT = {
     "kata_linear_gelu_overload": "h = torch.ops.kata.linear_gelu.default(h, w, b)",
     "mylib_gelu_packet": "h = torch.ops.mylib.gelu(h)",
     "mylib_gelu_overload": "h = torch.ops.mylib.gelu.default(h)",
+    "prims_mul_overload": "h = torch.ops.prims.mul.default(h, h)   (torch's own prims namespace)",
     "index_tensor": "h = fc(h)[0] + h   (getitem on a tensor)",
     "index_rows": "h = fc(h)[:, 1:].sum(-1, keepdim=True) + h   (a slice getitem)",
     "unpack_max": "h = h - h.max(-1, keepdim=True)[0]   (getitem on a multi-output op)",
     "int_index_math": "h = h + ((h.argmax(-1, keepdim=True) + 1) * 2).to(h.dtype)   (int64 add and mul)",
+    "bool_mask_math": "h = h + ((h > 0) * (h < 1) + (h > 1)).to(h.dtype)   (mul and add of bool tensors)",
     "zero_dim": "h = h * (torch.relu(h.sum()) * 2 + 1)   (relu, mul, add of a 0-dim tensor)",
     "size_symint": "n = h.shape[0]; h = h.reshape(n * 2, -1).reshape(n, -1)",
     "size_symfloat": "n = h.shape[0]; h = h.reshape(int(n * 1.0), -1)",
@@ -149,6 +152,8 @@ class Program(nn.Module):
                 h = F.relu(h.clone(), inplace=True)
             elif step == "int_index_math":
                 h = h + ((h.argmax(-1, keepdim=True) + 1) * 2).to(h.dtype)
+            elif step == "bool_mask_math":
+                h = h + ((h > 0) * (h < 1) + (h > 1)).to(h.dtype)
             elif step == "zero_dim":
                 h = h * (torch.relu(h.sum()) * 2 + 1)
             elif step == "relu_method":
@@ -184,6 +189,8 @@ class Program(nn.Module):
                 h = torch.ops.mylib.gelu(h)
             elif step == "mylib_gelu_overload":
                 h = torch.ops.mylib.gelu.default(h)
+            elif step == "prims_mul_overload":
+                h = torch.ops.prims.mul.default(h, h)
             elif step == "index_tensor":
                 h = fc(h)[0] + h
             elif step == "index_rows":

@@ -18,6 +18,6 @@ def canonical_op(node, submodules):
 
 _ref.canonical_op = canonical_op  # NPUOperatorSupport and classify ask this one
 
-KILLED_BY = ("support_ignores_dtype",)
+KILLED_BY = ("size_arithmetic_is_no_npu_op", "support_ignores_dtype")
 
 NPUOperatorSupport, classify = _ref.NPUOperatorSupport, _ref.classify
