@@ -18,7 +18,7 @@ import torch.fx
 from hypothesis import strategies as st
 
 from checker.child import load_module
-from checker.kit import Checks, Context, CheckFailed, expect, fuzz
+from checker.kit import Checks, Context, CheckFailed, _attempt_location, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES
 from katas.common.models import WRAPPINGS, build_mlp, describe_wrapping, wrap_model
@@ -122,6 +122,14 @@ def expect_graph(ctx: Context, gm: torch.fx.GraphModule, expected: str, how: str
             raise
         raise CheckFailed(f"detect_dialect on {how} raised MixedDialectError ({exc}), expected {expected!r}. Why: "
                           f"{why}.\n{shown}graph: {graph_summary(gm)}") from None
+    except AttributeError as exc:
+        if not re.search(r"'(Parameter|Tensor|FakeTensor)' object has no attribute", str(exc)):
+            raise
+        where = _attempt_location(ctx, exc) or " in detect_dialect"
+        raise CheckFailed(f"your code raised AttributeError{where} on {how}: "
+                          f"{exc}. A higher-order op's get_attr arguments are not all subgraphs: make_fx passes the "
+                          f"weights a branch uses as get_attr tensors. Keep the GraphModules only (isinstance(attr, "
+                          f"torch.fx.GraphModule)).\n{shown}graph: {graph_summary(gm)}") from None
     expect(got == expected, f"detect_dialect on {how} returned {got!r}, expected {expected!r}. Why: {why}.\n"
                             f"{shown}graph: {graph_summary(gm)}")
 
@@ -657,8 +665,19 @@ def core_means_the_core_tag(ctx):
 @CHECKS.check(stage="edge_cases", weight=2)
 def getitem_does_not_mix_levels(ctx):
     "aten graphs with operator.getitem are not mixed"
-    expect_graph(ctx, captured("norm_block", "make_fx"), "aten", "make_fx of `norm_block` (LayerNorm, max)",
-                 "operator.getitem unpacks native_layer_norm's and max's outputs; it is neutral, not torch-level")
+    gm = captured("norm_block", "make_fx")
+    not_core = sorted({target_name(n.target) for n in all_nodes(gm) if value(ctx.reference.node_dialect(n)) == "aten"})
+    try:
+        got = value(ctx.attempt.detect_dialect(gm))
+    except ValueError as exc:
+        if type(exc).__name__ != "MixedDialectError":
+            raise
+        got = "mixed"
+    why = ("operator.getitem unpacks native_layer_norm's and max's outputs; it is neutral, not torch-level"
+           if got in ("mixed", "torch") else
+           f"getitem is neutral here, so the aten ops decide, and {', '.join(not_core)} {'is' if len(not_core) == 1 else 'are'} "
+           f"not core: one aten-level op that is not core makes the graph ATEN")
+    expect_graph(ctx, gm, "aten", "make_fx of `norm_block` (LayerNorm, max)", why)
     expect_zoo(ctx, (), "export_core", "core_aten", deep_also=("norm_block",),
                why="getitem nodes are neutral, so the remaining ops (all core) decide")
 
@@ -747,9 +766,13 @@ def answers_for_the_graph_as_it_is_now(ctx):
     answers = ctx.probe(probes.probe_rewrite_in_place, "mlp")
     before = probes.build_graph("mlp", "make_fx")
     node = answers["node"]
-    expect_answer(answers["before"]["node"], "aten", f"node_dialect({node} (call_function aten.t.default))",
-                  "aten.t.default is not core", before)
-    expect_answer(answers["before"]["graph"], "aten", "detect_dialect on make_fx of `mlp`", "aten.t is not core", before)
+    expect_answer(answers["before"]["node"], "aten",
+                  f"before any rewrite, node_dialect({node} (call_function aten.t.default))",
+                  "aten.t.default is not core (this first answer comes before the pass: no cache is involved yet)",
+                  before)
+    expect_answer(answers["before"]["graph"], "aten", "before any rewrite, detect_dialect on make_fx of `mlp`",
+                  "aten.t is not core, so ATEN (this first answer comes before the pass: no cache is involved yet)",
+                  before)
     after = probes.build_graph("mlp", "make_fx")
     probes.rewrite_transposes(after)
     how = f"the same graph object after a pass rewrote {', '.join(answers['rewritten'])} in place into aten.permute"
@@ -765,6 +788,68 @@ def answers_for_the_graph_as_it_is_now(ctx):
                   f"detect_dialect on {how.replace('in place', 'in place without gm.recompile()')}",
                   "every op in it is core now; gm.code still shows aten.t, since only recompile() rewrites it. "
                   "Answer from the nodes as they are, not from a cache keyed by gm.code or anything else", after)
+    # the same inside subgraphs: a pass rewrites a cond branch's nodes in place, at depth 1 and 2
+    nested_how = ("make_fx of torch.cond(h.amax() > 0, [torch.cond(h.amax() > 0, [relu(h) * 2], [Linear(h)])], "
+                  "[Linear(h)]): aten.t + aten.addmm only in the outer false branch (false_graph_0, depth 1) and in "
+                  "the inner false branch (true_graph_0.false_graph_0, depth 2)")
+    for recompile in ((False, True) if ctx.deep else (False,)):
+        answers = ctx.probe(probes.probe_rewrite_subgraphs, recompile)
+        if answers["before"] != "aten":
+            expect_answer(answers["before"], "aten", f"before any rewrite, detect_dialect on {nested_how},",
+                          "aten.t is not core, and every subgraph a higher-order op calls counts (this first answer "
+                          "comes before the pass: no cache is involved yet)", probes.nested_linears_graph())
+        if answers["after"] == "core_aten":
+            continue
+        probes.rewrite_transposes(nested_after := probes.nested_linears_graph(), recompile)
+        expect_answer(answers["after"], "core_aten",
+                      f"detect_dialect on the same graph object after a pass rewrote {', '.join(answers['rewritten'])} "
+                      f"in place into aten.permute{'' if recompile else ' without recompile()'} ({nested_how})",
+                      "every op in it is core now. Passes rewrite the nodes inside subgraphs in place too: the same "
+                      "branch GraphModules, the same Node objects, a new node.target. Read every subgraph's nodes on "
+                      "every call; an answer remembered per subgraph (by id, by object or by its code) goes stale",
+                      nested_after)
+
+
+def _expect_graph_untouched(answers: dict, how: str, also: str = "") -> None:
+    before, after = answers["before"], answers["after"]
+    if before == after:
+        return
+    gone = [entry.split(" ")[0] for entry in before if entry not in after]
+    added = [entry.split(" ")[0] for entry in after if entry not in before]
+    changes = "; ".join(part for part in (f"gone: {', '.join(gone)}" if gone else "",
+                                          f"new or changed: {', '.join(added)}" if added else "") if part)
+    raise CheckFailed(
+        f"detect_dialect changed the graph it was asked about ({how}): it held {len(before)} nodes, subgraphs included, "
+        f"before the call and {len(after)} after ({changes or 'their order changed'}). detect_dialect only reads: the "
+        f"graph belongs to the caller, who may be halfway through a pass. Do not run eliminate_dead_code(), "
+        f"recompile(), lint or any pass on it, nor on its subgraphs{also}")
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def unread_nodes_count_and_the_graph_is_left_alone(ctx):
+    "nodes no other node reads still count, in subgraphs too; detect_dialect leaves the graph as it found it"
+    top = probes.unread_node_graph("top")
+    how = "symbolic_trace of `torch.ops.aten.relu.default(x); return x.sin()` (the relu's result is read by no node)"
+    answers = ctx.probe(probes.probe_unread_nodes, "top")
+    got = answers["graph"]
+    if not (isinstance(got, str) and got.startswith("MixedDialectError")):
+        _expect_graph_untouched(answers, how, f". And it answered {got!r} where MixedDialectError was expected: "
+                                              f"relu_default counts, read or not")
+        raise CheckFailed(
+            f"detect_dialect on {how} returned {got!r}; expected MixedDialectError because relu_default calls an aten "
+            f"overload while sin (.sin()) is torch-level. relu_default is read by no node, but it is still a node of "
+            f"the graph, and every node counts, read or not: a pass that has not run eliminate_dead_code() yet leaves "
+            f"such nodes, and they are part of what it hands you.\ngraph: {graph_summary(top)}")
+    _expect_names_one_node_of_each_level(ctx, top, how, got.split(": ", 1)[1])
+    _expect_graph_untouched(answers, how)
+    sub = probes.unread_node_graph("subgraph")
+    how = ("make_fx of torch.cond(h.amax() > 0, [relu(h) * 2], [relu(h) * 2]) (core ops only), then a pass added an "
+           "aten.t.default node that no node reads to the true branch (true_graph_0)")
+    answers = ctx.probe(probes.probe_unread_nodes, "subgraph")
+    expect_answer(answers["graph"], "aten", f"detect_dialect on {how}",
+                  "aten.t.default is not core, and a node nobody reads is still a node of the subgraph: every node "
+                  "of every subgraph a higher-order op calls counts, read or not", sub)
+    _expect_graph_untouched(answers, how)
 
 
 # --- stage: fuzz -----------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ A program is ("program", body, sizes, method, dynamic, edit):
   the removed higher-order ops stay behind as attributes); "unread_get_attrs" (the same pass, but it erases only
   the call nodes nothing reads, without eliminate_dead_code(): the get_attr nodes that fetched the subgraphs stay
   in the graph with no reader); "partitioned" (a partitioner fuses runs of call_function nodes into call_module
-  GraphModules, as katas 4 and 5 do).
+  GraphModules, as katas 4 and 5 do); "unread_node" (a pass half done: it added an aten.t.default node that no
+  node reads, in the innermost subgraph the graph's first higher-order op calls, or in the graph itself when it
+  calls none; nodes nobody reads still count).
 
 Also here: `flex_graph`, flex_attention captured with its mask's subgraph inside the block-mask tuple argument
 (`FLEX_CASES`: which subgraph holds which level, and the capture).
@@ -53,7 +55,7 @@ PROGRAM_CAPTURES = {
     "aot_autograd": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
 }
 DYNAMIC_PROGRAM_CAPTURES = ("dynamo", "dynamo_export", "export", "export_core", "aot_autograd")
-EDITS = ("none", "dead_subgraphs", "unread_get_attrs", "partitioned")
+EDITS = ("none", "dead_subgraphs", "unread_get_attrs", "partitioned", "unread_node")
 
 
 def _leaves(body: tuple) -> list[tuple]:
@@ -209,6 +211,40 @@ def erase_unread_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return gm
 
 
+def _first_called_subgraph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule | None:
+    """The first GraphModule the first higher-order op node of `gm` takes as an argument, if any."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
+            for arg in node.all_input_nodes:
+                if arg.op == "get_attr":
+                    sub = functools.reduce(getattr, arg.target.split("."), gm)
+                    if isinstance(sub, torch.fx.GraphModule):
+                        return sub
+    return None
+
+
+def innermost_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Following the first higher-order op's first subgraph down: the deepest graph (`gm` itself when it calls none)."""
+    while (sub := _first_called_subgraph(gm)) is not None:
+        gm = sub
+    return gm
+
+
+def add_unread_node(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """What a pass leaves halfway, before eliminate_dead_code(): an aten.t.default node (aten-level, not core) that no
+    node reads, added to `innermost_graph(gm)` on its first tensor placeholder. Returns `gm` (changed in place)."""
+    graph_module = innermost_graph(gm)
+    placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
+    tensors = [n for n in placeholders
+               if isinstance(n.meta.get("val", n.meta.get("example_value")), (torch.Tensor, type(None)))]
+    source = (tensors or placeholders)[0]
+    output = next(n for n in graph_module.graph.nodes if n.op == "output")
+    with graph_module.graph.inserting_before(output):
+        graph_module.graph.call_function(torch.ops.aten.t.default, (source,))
+    graph_module.recompile()
+    return gm
+
+
 def partition(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """What katas 4 and 5's partitioner makes: runs of call_function nodes (higher-order ops, getitem and nodes
     that compute sizes apart) fused into call_module GraphModules named fused_N."""
@@ -246,6 +282,8 @@ def program_graph(program: tuple) -> torch.fx.GraphModule:
         return erase_unread_calls(gm)
     if edit == "partitioned":
         return partition(gm)
+    if edit == "unread_node":
+        return add_unread_node(gm)
     return gm
 
 
@@ -285,6 +323,9 @@ EDIT_TEXT = {"none": "", "dead_subgraphs": "\nthen a pass made the graph return 
              "unread_get_attrs": "\nthen a pass made the graph return its input and erased the call nodes nothing "
              "read, without eliminate_dead_code(): the get_attr nodes of the removed higher-order ops' subgraphs "
              "stay in the graph, read by no node",
+             "unread_node": "\nthen a pass added an aten.t.default node that no node reads (it has not run "
+             "eliminate_dead_code() yet), in the innermost subgraph the first higher-order op calls (in the graph "
+             "itself when it has none)",
              "partitioned": "\nthen a partitioner (CapabilityBasedPartitioner.partition_and_fuse) fused the tensor "
                             "call_functions into call_module GraphModules fused_N"}
 

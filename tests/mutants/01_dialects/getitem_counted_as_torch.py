@@ -9,6 +9,7 @@ Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
 KILLED_BY = (
+    "answers_for_the_graph_as_it_is_now",
     "control_flow_and_no_grad_graphs_are_aten",
     "core_means_the_core_tag",
     "decomposed_exports_are_core_aten",
@@ -22,6 +23,7 @@ KILLED_BY = (
     "subgraphs_inside_tuple_arguments_count",
     "symbolic_batch_graphs_are_aten",
     "torch_and_aten_nodes_raise_mixed",
+    "unread_nodes_count_and_the_graph_is_left_alone",
 )
 
 

@@ -9,6 +9,7 @@ KILLED_BY = (
     "mixed_levels_across_subgraphs_raise_mixed",
     "module_and_aten_nodes_raise_mixed",
     "torch_and_aten_nodes_raise_mixed",
+    "unread_nodes_count_and_the_graph_is_left_alone",
 )
 
 
