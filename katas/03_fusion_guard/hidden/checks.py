@@ -397,7 +397,8 @@ GATE_BEFORE_GELU = Case(
     "z = fc(x); gate = sigmoid(z); gelu(z) * gate (z is read by the sigmoid first, then by the GELU)",
     GateBeforeGelu, (3, 4), linears=1, gelus=1, fused=(),
     note="The guard is about every reader of the Linear's output, in any order: here the sigmoid reads z before the "
-         "GELU does. `list(linear_node.users) == [gelu_node]`, not 'the first user is the GELU'.")
+         "GELU does. `list(linear_node.users) == [gelu_node]`, not 'the first user is the GELU', and not 'the GELU is the "
+         "last use of z' either: the fused node removes z for every reader, before the GELU or after it.")
 
 
 class TorchLinearSubclasses(nn.Module):
@@ -438,17 +439,19 @@ class GeluOfMatmul(nn.Module):
         self.w = nn.Parameter(torch.randn(4, 4))
 
     def forward(self, x):
-        return F.gelu(x @ self.w) + F.gelu(x @ self.w.permute(0, 1))
+        return (F.gelu(x @ self.w) + F.gelu(x @ self.w.permute(0, 1)) + F.gelu(x @ self.w.permute(-2, 1))
+                + F.gelu(x @ self.w.permute(0, -1)))
 
 
 GELU_OF_MATMUL = Case(
-    "gelu(x @ w) + gelu(x @ w.permute(0, 1)), w a square (4, 4) parameter used untransposed: in decomposed graphs "
-    "aten.mm(x, w) with no t(w), and aten.mm(x, permute(w, [0, 1])), a permute that keeps the dims in order",
-    GeluOfMatmul, (3, 4), linears=2, gelus=2, fused=(),
+    "gelu(x @ w) + gelu(x @ w.permute(0, 1)) + gelu(x @ w.permute(-2, 1)) + gelu(x @ w.permute(0, -1)), w a square "
+    "(4, 4) parameter used untransposed: in decomposed graphs aten.mm(x, w) with no t(w), and aten.mm(x, permute(w, "
+    "dims)) with a permute that keeps the dims in order, however it spells them",
+    GeluOfMatmul, (3, 4), linears=4, gelus=4, fused=(),
     note="A decomposed Linear multiplies by the TRANSPOSED weight: addmm(b, x, t(w)) or mm(x, t(w)), t = aten.t or "
          "aten.permute(w, [1, 0]). This mm multiplies by w itself: it is some other matrix product, not a Linear. "
          "Fusing it as linear_gelu(x, w, None) would compute gelu(x @ w.T). permute(w, [0, 1]) is no transpose "
-         "either: only permute(w, [1, 0]) is.")
+         "either, nor [-2, 1] or [0, -1] (the same dims, counted from the end): compare the dims modulo 2.")
 
 
 class ScaledAddmm(nn.Module):
@@ -520,17 +523,20 @@ class TransposeSpellings(nn.Module):
     def __init__(self):
         super().__init__()
         self.w1, self.w2 = nn.Parameter(torch.randn(5, 4)), nn.Parameter(torch.randn(5, 4))
+        self.w3, self.w4 = nn.Parameter(torch.randn(5, 4)), nn.Parameter(torch.randn(5, 4))
 
     def forward(self, x):
-        return F.gelu(x @ self.w1.permute(-1, -2)) + F.gelu(x @ self.w2.t(), approximate="tanh")
+        return (F.gelu(x @ self.w1.permute(-1, -2)) + F.gelu(x @ self.w2.t(), approximate="tanh")
+                + F.gelu(x @ self.w3.permute(1, -2)) + F.gelu(x @ self.w4.permute(-1, 0)))
 
 
 TRANSPOSE_SPELLINGS = Case(
-    "gelu(x @ w1.permute(-1, -2)) + gelu(x @ w2.t(), approximate='tanh'), w of shape (5, 4): the transposed weight "
-    "spelled two ways",
-    TransposeSpellings, (3, 4), linears=2, gelus=2, fused=("none", "tanh"),
-    note="A 2-D weight transposed is a Linear's weight however the permute spells it: aten.permute(w, [1, 0]) or "
-         "[-1, -2] (the same two dims counted from the end). Only a permute that keeps the dims in place is none.")
+    "gelu(x @ w1.permute(-1, -2)) + gelu(x @ w2.t(), approximate='tanh') + gelu(x @ w3.permute(1, -2)) "
+    "+ gelu(x @ w4.permute(-1, 0)), w of shape (5, 4): the transposed weight spelled four ways",
+    TransposeSpellings, (3, 4), linears=4, gelus=4, fused=("none", "none", "none", "tanh"),
+    note="A 2-D weight transposed is a Linear's weight however the permute spells it: aten.permute(w, [1, 0]), "
+         "[-1, -2], [1, -2] or [-1, 0] (each dim counted from the start or from the end): compare the dims modulo 2, "
+         "not the list literally. Only a permute that keeps the dims in place ([0, 1] in any spelling) is none.")
 
 
 def add_size_reader(gm: torch.fx.GraphModule) -> None:
@@ -593,6 +599,95 @@ DEAD_BYSTANDER = Case("torch.cos(x) (never read); act(fc(x))", DeadBystander, (3
                       fused=("none",))
 
 
+class InPlaceBystander(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        h = x * 1.0
+        h.add_(1.0)  # in place: its result is read by nobody, yet it changes h, which fc reads
+        return F.gelu(self.fc(h))
+
+
+INPLACE_NOTE = ("An in-place op (h.add_(1.0)) is a node nobody reads, yet it changes h, which the Linear reads: it has "
+                "a side effect, and deleting it changes the result. A pass may delete only what its rewrite left "
+                "without users, and nodes the capture left dead that have no side effects. On torch 2.13 "
+                "graph.eliminate_dead_code() deletes an unread in-place call_method (Node.is_impure() is False for it) "
+                "in symbolic_trace and Dynamo graphs: erase the nodes your rewrite detached instead (or pass "
+                "eliminate_dead_code an is_impure_node that keeps in-place ops).")
+INPLACE_BYSTANDER = Case("h = x * 1.0; h.add_(1.0) (in place, its result read by nobody); gelu(fc(h))", InPlaceBystander,
+                         (3, 4), linears=1, gelus=1, fused=("none",), note=INPLACE_NOTE)
+
+
+class NodesBetween(nn.Module):
+    """Unrelated nodes between a Linear and its GELU, in every capture: the match is a data edge, not node order."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.act = nn.Linear(4, 5), nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        z = self.fc(x)
+        s = torch.sigmoid(x).sum()        # unrelated: reads x, not z
+        return self.act(z) * s
+
+
+class NodesBetweenProduct(nn.Module):
+    """A hand-written product with unrelated nodes between it and its reshape, and between the reshape and the GELU."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(5, 4))
+
+    def forward(self, x):
+        product = x.reshape(-1, 4) @ self.w.t()
+        r = torch.relu(x).mean()          # between the product and its reshape
+        out = product.reshape(*x.shape[:-1], 5)
+        c = torch.cos(x).sum()            # between the reshape and the GELU
+        return F.gelu(out) + r + c
+
+
+BETWEEN_NOTE = ("The match is a data edge: the GELU reads the Linear's output (through the view, in decomposed "
+                "graphs). Captures record nodes in the order the model runs them, so unrelated nodes can sit between "
+                "the Linear, its view and the GELU: follow node.args / node.users, never node.next.")
+BETWEEN = Case("z = fc(x); s = sigmoid(x).sum(); GELU(tanh)(z) * s, x of shape (2, 3, 4): unrelated nodes (sigmoid, "
+               "sum) between the Linear and its GELU", NodesBetween, (2, 3, 4), linears=1, gelus=1, fused=("tanh",),
+               note=BETWEEN_NOTE)
+BETWEEN_PRODUCT = Case(
+    "p = x.reshape(-1, 4) @ w.t(); r = relu(x).mean(); o = p.reshape(2, 3, 5); c = cos(x).sum(); gelu(o) + r + c, x "
+    "of shape (2, 3, 4): unrelated nodes between the product and its view, and between the view and the GELU",
+    NodesBetweenProduct, (2, 3, 4), linears=1, gelus=1, fused=("none",), note=BETWEEN_NOTE)
+
+
+class MixedForms(nn.Module):
+    """One MODULE graph holding Linears of two forms: call_module (nn.Linear) and call_function F.linear (a traced
+    subclass of one's own, and functional code)."""
+
+    def __init__(self):
+        super().__init__()
+        from katas.common.zoo import KeepsLinear
+
+        self.fc0, self.act0 = nn.Linear(4, 5), nn.GELU()
+        self.fc1 = KeepsLinear(5, 3)  # keeps nn.Linear.forward; symbolic_trace traces it: get_attr + F.linear
+        self.w2, self.b2 = nn.Parameter(torch.randn(4, 3)), nn.Parameter(torch.randn(4))
+        self.act2 = nn.GELU()
+
+    def forward(self, x):
+        h = F.gelu(self.fc1(self.act0(self.fc0(x))), approximate="tanh")
+        return self.act2(F.linear(h, self.w2, self.b2))
+
+
+MIXED_FORMS = Case(
+    "act2(F.linear(F.gelu(fc1(act0(fc0(x))), approximate='tanh'), w2, b2)): fc0 an nn.Linear and act0, act2 "
+    "nn.GELU (call_module nodes), fc1 a KeepsLinear (a subclass of your own keeping nn.Linear.forward, which "
+    "symbolic_trace traces into get_attr + F.linear), and an F.linear",
+    MixedForms, (3, 4), linears=3, gelus=3, fused=("none", "none", "tanh"),
+    note="One graph can hold several forms: symbolic_trace keeps nn.Linear / nn.GELU as call_module nodes and traces "
+         "a subclass of your own, or functional code, into F.linear / F.gelu call_function nodes, side by side. Decide "
+         "the form node by node, never once per graph.")
+
+
 def in_dtype(case: Case, dtype: torch.dtype) -> Case:
     return dataclasses.replace(case, title=f"{case.title}, in {str(dtype).removeprefix('torch.')}", dtype=dtype)
 
@@ -615,7 +710,8 @@ def attempt_line(ctx, exc: BaseException) -> str:
 def left_dead_by_the_capture(gm: torch.fx.GraphModule) -> Counter:
     """Kinds of the pure nodes whose value never reaches the graph's output, as captured. The contract lets a pass
     remove them or keep them (graph.eliminate_dead_code() removes them)."""
-    live, todo = set(), [n for n in gm.graph.nodes if n.op == "output" or (n.op != "placeholder" and n.is_impure())]
+    live, todo = set(), [n for n in gm.graph.nodes
+                         if n.op == "output" or (n.op != "placeholder" and (n.is_impure() or in_place(n)))]
     while todo:
         node = todo.pop()
         if node not in live:
@@ -623,6 +719,18 @@ def left_dead_by_the_capture(gm: torch.fx.GraphModule) -> Counter:
             todo.extend(node.all_input_nodes)
     return Counter(k for n in gm.graph.nodes if n not in live
                    and (k := kind(gm, n)) not in (None, "fused", "linear", "gelu", "plumbing"))
+
+
+def in_place(node: torch.fx.Node) -> bool:
+    """An in-place op (h.add_(1), aten.add_.Tensor): it changes its input, so it has a side effect even unread."""
+    if node.op == "call_method":
+        name = str(node.target)
+    elif node.op == "call_function":
+        name = getattr(node.target, "__name__", "") or ""
+        name = name.split(".")[0]
+    else:
+        return False
+    return name.endswith("_") and not name.startswith("_")
 
 
 def meta_key_of(gm: torch.fx.GraphModule) -> str | None:
@@ -814,11 +922,20 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
     names_after = {n.name for n in gm.graph.nodes}
     if len(after.fused) < expected:
         left = [str(p) for p in before_pairs if not p.unsafe and p.gelu in names_after]
+        lost = ""
+        if type(returned) is int and returned > len(after.fused):
+            lost = (f" Your pass returned {returned} yet the graph holds {len(after.fused)} fused node(s): a rewrite "
+                    f"was undone or lost. In a chain gelu(fc1(gelu(fc0(x)))) the second Linear's x BECOMES the first "
+                    f"fused node once the first pair is rewritten: read a match's x at rewrite time, not when you "
+                    f"collected the matches.")
+        guard = (" If your pass does match this form and still refused the pair, look at the guard: it is on the "
+                 "Linear's output (and, in decomposed graphs, its view) only; the Linear's input x and the GELU's "
+                 "output may have any number of readers." if left and not lost and not case.note and not brief else "")
         raise CheckFailed(
             f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s) (returned {returned!r}); "
             f"the model has {expected} safe Linear -> GELU pair(s)"
-            + (f", still unfused: {', '.join(left)}" if left else "") + "." + note(case.note or FORM_NOTES[form])
-            + graph("before", before_text))
+            + (f", still unfused: {', '.join(left)}" if left else "") + "." + lost + note(case.note or FORM_NOTES[form])
+            + guard + graph("before", before_text))
     unsafe_fused = [str(p) for p in before_pairs if p.unsafe and p.gelu not in names_after]
     expect(len(after.fused) == expected,
            f"fuse_linear_gelu {where} made {len(after.fused)} kata.linear_gelu node(s); only {expected} pair(s) "
@@ -844,11 +961,13 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
            f"return the number of pairs it fused, an int.")
     kept = after.others - before.others  # ops the pass added
     gone = before.others - after.others  # ops the pass removed: only what the capture had left dead may go
+    in_place_gone = [k for k in (gone - removable) if str(k).rstrip("'\"").endswith("_")]
     expect(not kept and not (gone - removable),
            f"fuse_linear_gelu {where} changed nodes outside the pairs it fused: other ops before "
            f"{dict(before.others)}, after {dict(after.others)}. A pass may delete only the nodes of the pairs it "
            f"fuses and what only they read (the weight's transpose, the views, their size arithmetic), and nodes "
-           f"the capture already left without users; every other node stays." + graph("after", after_text))
+           f"the capture already left without users and that have no side effects; every other node stays."
+           + (f"\n{INPLACE_NOTE}" if in_place_gone else "") + graph("after", after_text))
 
     check_recorded_values(gm, meta_key, case.dtype, where, graph("after", after_text))
 
@@ -927,8 +1046,10 @@ def module_graphs_fuse(ctx):
 
 @CHECKS.check(stage="module", weight=2)
 def module_linear_then_functional_gelu(ctx):
-    "MODULE graphs: Linear module -> F.gelu, and modules nested in nn.Sequential"
+    "MODULE graphs: Linear module -> F.gelu, modules nested in nn.Sequential, module and F.linear Linears in one graph"
     verify(ctx, LINEAR_THEN_F_GELU, "symbolic_trace")
+    verify(ctx, MIXED_FORMS, "symbolic_trace")
+    verify(ctx, MIXED_FORMS, LEAF_TRACER)  # KeepsLinear stays a call_module node; F.linear beside it
 
 
 @CHECKS.check(stage="module", weight=1)
@@ -1112,9 +1233,18 @@ def second_call_fuses_nothing(ctx):
 
 @CHECKS.check(stage="safety", weight=2)
 def nodes_outside_matches_untouched(ctx):
-    "nodes outside the pairs stay: Linear -> ReLU, GELU of another op or of the graph's input"
+    "nodes outside the pairs stay: Linear -> ReLU, GELU of another op or of the graph's input, an unread in-place op"
     verify_each(ctx, [BYSTANDERS], ONE_PER_FORM)
     verify_each(ctx, [DEAD_BYSTANDER], ["symbolic_trace", "make_fx"])
+    # an unread in-place method: eliminate_dead_code() deletes it in symbolic_trace and Dynamo graphs (torch 2.13)
+    verify_each(ctx, [INPLACE_BYSTANDER], ["symbolic_trace", "dynamo"])
+
+
+@CHECKS.check(stage="safety", weight=1)
+def unrelated_nodes_between_linear_and_gelu(ctx):
+    "unrelated nodes between a Linear (its product, its view) and its GELU: the match follows data edges, not node order"
+    verify_each(ctx, [BETWEEN], ONE_PER_FORM)
+    verify(ctx, BETWEEN_PRODUCT, "make_fx")  # a hand-written x @ w.t() is a Linear in decomposed graphs only
 
 
 @CHECKS.check(stage="safety", weight=1)

@@ -8,7 +8,9 @@ whose reshapes flatten and restore, regroup the batch, have no input view, or ch
 side); the GELU's form
 (nn.GELU, a subclass keeping or overriding forward, F.gelu); approximate none/tanh; another reader of the Linear's
 output before the GELU, after it, the graph's output, or a `sym_size.int` of it added to the captured graph by hand;
-several pairs chained; batch sizes all different or all equal (then a regrouping reshape looks like the identity at
+unrelated nodes between the Linear (or its product) and the GELU; the transpose spelled aten.t or
+permute with dims counted from the start or the end; several pairs chained, each drawing its forms on its own (so one
+graph mixes module and function Linears); batch sizes all different or all equal (then a regrouping reshape looks like the identity at
 the example size, though it is none under a symbolic batch); and the capture, with a static or symbolic batch,
 including a custom Tracer that keeps subclasses whole.
 """
@@ -46,9 +48,11 @@ GELU_FORMS = ("module", "functional", "module_keeps", "module_overrides")
 # torch 2.13), whose value multiplies the graph's first output
 READERS = ("none", "before", "after", "output", "size")
 BIASES = ("positional", "keyword", "absent")
-# how a hand-written product spells the weight's transpose: aten.t, or aten.permute(w, [-1, -2]) in every decomposed
-# capture (w.transpose(0, 1), aten.transpose.int in make_fx, is one a pass may fuse or leave: not drawn)
-TRANSPOSES = ("t", "permute")
+# how a hand-written product spells the weight's transpose: aten.t, or aten.permute(w, dims) in every decomposed
+# capture, dims any spelling of the two dims, counted from the start or the end (w.transpose(0, 1), aten.transpose.int
+# in make_fx, is one a pass may fuse or leave: not drawn)
+PERMUTE_DIMS = {"permute": (-1, -2), "permute_1_0": (1, 0), "permute_1_m2": (1, -2), "permute_m1_0": (-1, 0)}
+TRANSPOSES = ("t", *PERMUTE_DIMS)
 
 
 class LeafSubclassTracer(torch.fx.Tracer):
@@ -80,6 +84,9 @@ class PairSpec:
     approximate: str = "none"
     reader: str = "none"
     transpose: str = "t"  # the matmul forms' spelling of w.T (TRANSPOSES)
+    # unrelated nodes (sigmoid(h).mean(), h the pair's input) computed between the Linear and its GELU (and, for a
+    # hand-written product, between the product and its reshape): the match is a data edge, not node order
+    between: bool = False
 
     def safe(self) -> bool:
         return (self.reader == "none" and self.linear != "module_overrides" and self.gelu != "module_overrides")
@@ -148,7 +155,10 @@ class Program(nn.Module):
     def forward(self, x):
         h, returned = x, []
         for i, pair in enumerate(self.program.pairs):
-            z = self._linear(i, pair, h)
+            sides = []
+            z = self._linear(i, pair, h, sides)
+            if pair.between:  # between z and its GELU in every capture
+                sides.append(torch.sigmoid(h).mean())
             gate = torch.sigmoid(z) if pair.reader == "before" else None
             g = getattr(self, f"act{i}")(z) if pair.gelu != "functional" else F.gelu(z, approximate=pair.approximate)
             if gate is not None:
@@ -157,14 +167,16 @@ class Program(nn.Module):
                 g = g + z
             elif pair.reader == "output":
                 returned.append(z)
+            for side in sides:
+                g = g + side
             h = g
         return (h, *returned) if returned else h
 
-    def _linear(self, i: int, pair: PairSpec, h):
+    def _linear(self, i: int, pair: PairSpec, h, sides: list):
         if pair.linear in ("module", "module_keeps", "module_overrides"):
             return getattr(self, f"fc{i}")(h)
         w = getattr(self, f"w{i}")
-        w_t = {"t": w.t, "permute": lambda: w.permute(-1, -2)}[pair.transpose]
+        w_t = w.t if pair.transpose == "t" else (lambda: w.permute(*PERMUTE_DIMS[pair.transpose]))
         if pair.linear == "functional":
             if pair.bias == "positional":
                 return F.linear(h, w, getattr(self, f"b{i}"))
@@ -181,6 +193,8 @@ class Program(nn.Module):
         if pair.linear == "matmul_no_input_view":
             flat = torch.relu(flat)  # the product reads the relu, not a view of h
         product = flat @ w_t()
+        if pair.between:  # an unrelated node between the product and its reshape too (read after the GELU)
+            sides.append(torch.relu(h).mean())
         if pair.linear == "matmul_regroup":  # same elements, other leading dims: (B, S, out) -> (S, B, out)
             return product.reshape(*reversed(lead[1:]), -1, w.shape[0])
         return product.reshape(*lead, w.shape[0])
@@ -258,18 +272,25 @@ def program_text(program: PairProgram) -> str:
         if p.linear.startswith("matmul") and p.linear != "matmul_refeature" and program.rank == 2:
             linear = f"h @ w{i}.t()"
         if p.linear.startswith("matmul"):
-            linear = linear.replace(f"w{i}.t()", {"t": f"w{i}.t()", "permute": f"w{i}.permute(-1, -2)"}[p.transpose])
+            spelled = f"w{i}.t()" if p.transpose == "t" else f"w{i}.permute{PERMUTE_DIMS[p.transpose]}"
+            linear = linear.replace(f"w{i}.t()", spelled)
+            if p.between and "reshape(*" in linear and p.linear != "matmul_refeature":
+                linear += f"  # r{i} = relu(h).mean() computed between the product and its reshape"
         gelu = {"module": "nn.GELU", "module_keeps": "KeepsGELU", "module_overrides": "ShiftedGELU"}.get(p.gelu)
         gelu = (f"{gelu}(approximate={p.approximate!r})(z{i})" + ("  # overrides forward: gelu(z - 0.5)"
                                                                    if p.gelu == "module_overrides" else "")
                 if gelu else f"F.gelu(z{i}, approximate={p.approximate!r})")
         lines.append(f"z{i} = {linear}")
+        if p.between:
+            lines.append(f"s{i} = sigmoid(h).mean()  # unrelated nodes between z{i} and its GELU")
         if p.reader == "before":
             lines.append(f"gate{i} = sigmoid(z{i})  # reads z{i} before the GELU")
         lines.append(f"h = {gelu}" + {"before": f" * gate{i}", "after": f" + z{i}  # reads z{i} after the GELU",
                                       "output": f"  # z{i} is also returned", "none": "",
                                       "size": f"  # and s{i} = aten.sym_size.int(z{i}, 0), added to the captured "
                                               f"graph by hand, multiplies the first output"}[p.reader])
+        if p.between:
+            lines.append(f"h = h" + (f" + r{i}" if f"# r{i} =" in linear else "") + f" + s{i}")
         width = p.out_features * (refeature_split(width) if p.linear == "matmul_refeature" else 1)
     return "\n".join(lines)
 
@@ -287,6 +308,7 @@ def pair_specs() -> st.SearchStrategy[PairSpec]:
         approximate=st.sampled_from(("none", "tanh")),
         reader=st.sampled_from(("none", "none", *READERS[1:])),
         transpose=st.sampled_from(TRANSPOSES),
+        between=st.booleans(),
     )
 
 

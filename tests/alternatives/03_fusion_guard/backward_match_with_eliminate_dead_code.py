@@ -1,6 +1,7 @@
 """Kata 3, correct attempt (blind round k03-r1, correct_keep_dce): match backwards from each GELU, keep the view sandwich (the fused node takes
 addmm's flattened x; the existing view reshapes the fused result), and clean up with graph.eliminate_dead_code(),
-which the lesson names as an alternative ("erase it too (or run `graph.eliminate_dead_code()`)").
+given an is_impure_node that keeps in-place ops (the lesson's "side effects": on torch 2.13 the default deletes an
+unread in-place call_method such as h.add_(1.0) in symbolic_trace and Dynamo graphs).
 """
 from __future__ import annotations
 
@@ -99,7 +100,14 @@ def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
         graph.erase_node(gelu)
         graph.erase_node(lin)
     if plan:
-        graph.eliminate_dead_code()
+        graph.eliminate_dead_code(is_impure_node=_has_side_effects)
     graph.lint()
     gm.recompile()
     return len(plan)
+
+
+def _has_side_effects(node) -> bool:
+    """Impure by torch's own test, or an in-place op (h.add_(1.0), aten.add_.Tensor): it changes its input."""
+    name = str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return node.is_impure() or (node.op in ("call_method", "call_function") and name.split(".")[0].endswith("_")
+                                and not name.startswith("_"))

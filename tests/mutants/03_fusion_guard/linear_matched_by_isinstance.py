@@ -8,8 +8,7 @@ from checker.kit import load_reference
 _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_linear_operands = _ref.linear_operands
 
-KILLED_BY = ("linear_subclass_fuses_only_with_linear_forward",
-             "gelu_subclass_fuses_only_with_gelu_forward")
+KILLED_BY = ("gelu_subclass_fuses_only_with_gelu_forward", "linear_subclass_fuses_only_with_linear_forward")
 
 
 def linear_operands(gm, node):
