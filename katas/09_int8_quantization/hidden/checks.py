@@ -220,22 +220,28 @@ def quantizer_annotates_nothing_the_int8_unit_cannot_run(ctx):
 @CHECKS.check(stage="annotate", weight=2)
 def relu_rides_on_its_linear(ctx):
     "a relu that is its linear's only user is annotated with the linear: one int8 op; a linear with two users is not"
-    for recipe in ("mlp", "residual", "reused_linear", "two_inputs"):
+    # the relu right after its linear, and (DELAYED_RELUS) other nodes between them in graph order
+    for recipe in ("mlp", "residual", "reused_linear", "two_inputs", *probes.DELAYED_RELUS):
         nodes = _annotated(ctx, recipe)
         by_name = {n["name"]: n for n in nodes}
+        order = {n["name"]: i for i, n in enumerate(nodes)}
         for node in nodes:
             if node["target"] != "aten.linear.default":
                 continue
             relu = fused_relu(node, by_name)
             where = f"node {node['name']} of {model_text(recipe)}"
             if relu is not None:
+                gap = order[relu["name"]] - order[node["name"]] - 1
+                between = (f" Here {gap} node(s) sit between the linear and its relu in the graph (export keeps the "
+                           f"forward's order): find the relu among the linear's users (node.users), wherever it is, "
+                           f"not as the next node." if gap else "")
                 expect(node["output"] is None and not relu["inputs"] and activation_problem(relu["output"]) is None,
                        f"{where} feeds only {relu['name']} (relu), yet the linear's output is annotated with "
                        f"{_spec_text(node['output'])}, the relu's input with "
                        f"{_spec_text(relu['inputs'].get('0'))} and the relu's output with "
                        f"{_spec_text(relu['output'])}. Annotate the pair as one pattern: the linear's inputs, and the "
                        f"output on the relu, nothing between them. Then no quantize sits between them and the int8 "
-                       f"linear applies the relu itself. README.md, 'Patterns'.")
+                       f"linear applies the relu itself.{between} README.md, 'Patterns'.")
             else:
                 users = [by_name.get(u, {"target": u})["target"] for u in node["users"]]
                 expect(activation_problem(node["output"]) is None,
@@ -280,7 +286,8 @@ def quantized_model_tracks_eager(ctx):
                  f"until .eval()): export model.eval(), or export records the dropout into the graph you quantize, "
                  f"and every call drops other units. " if ZOO[recipe].train else "")
         expect_close_to_eager(recipe, seen["outputs"], what="quantize_for_npu's model",
-                              hint=f"{train}Evaluated on batches of {', '.join(map(str, probes.EVAL_BATCHES))} rows "
+                              hint=f"{train}README.md, 'Step 2'." if train else
+                                   f"Evaluated on batches of {', '.join(map(str, probes.EVAL_BATCHES))} rows "
                                    f"(the example had {probes.EXAMPLE_BATCH}): export with a dynamic batch, and run "
                                    f"every calibration batch through the prepared model before convert_pt2e. "
                                    f"README.md, 'Step 2'.")
@@ -420,15 +427,15 @@ def _lowered_variant(ctx, recipe, **variant) -> tuple[dict, dict]:  # noqa: D401
     return _lowered(ctx, recipe, **variant), probes.run(probes.spec_converted(recipe, **variant), recipe)
 
 
-def expect_like_given(recipe, seen: dict, want: dict) -> None:
+def expect_like_given(recipe, seen: dict, want: dict, note: str = "") -> None:
     expect_like_quantized(recipe, seen["outputs"], want, what="lower_to_npu_int8's graph",
-                          against="the quantized graph it was given")
+                          against="the quantized graph it was given", note=note)
 
 
-def expect_like_quantized(recipe, got: dict, want: dict, *, what: str, against: str) -> None:
+def expect_like_quantized(recipe, got: dict, want: dict, *, what: str, against: str, note: str = "") -> None:
     worst = worst_sqnr(want, got, recipe=recipe, what=what, against=against)
     expect(worst >= LOWERED_MIN_SQNR,
-           f"{what} of {model_text(recipe)} is {worst:.1f} dB from {against} (SQNR); the int8 ops compute what the "
+           f"{what} of {model_text(recipe)} is {worst:.1f} dB from {against} (SQNR).{note} The int8 ops compute what the "
            f"dequantize -> op -> quantize patterns compute, to within a rounding step, which keeps it above "
            f"{LOWERED_MIN_SQNR:.0f} dB. Read each pattern's scales and zero points from its own dequantize and "
            f"quantize nodes, pass the linear's bias, and apply the relu where the pattern has one. "
@@ -514,11 +521,20 @@ def count_problem(given: list[dict] | None, lowered: list[dict]) -> str:
     taken = [why for why in not_patterns(given) if why.split(" ", 1)[0] not in names]
     text = ""
     if left:
+        by_name = {n["name"]: n for n in given}
+        order = {n["name"]: i for i, n in enumerate(given)}
+        delayed = [f"{name}'s relu ({relu['name']}) sits {order[relu['name']] - order[name] - 1} node(s) after it"
+                   for name in left for relu in [fused_relu(by_name[name], by_name)]
+                   if by_name[name]["target"] == "aten.linear.default" and relu is not None
+                   and order[relu["name"]] > order[name] + 1]
         text += (f" Left in float though each is an int8 pattern of the graph it was given (int8 dequantize -> op "
                  f"-> one int8 per-tensor quantize, weights int8 per output channel with zero points 0, an add's "
                  f"inputs of one scale and zero point): {', '.join(left)}. A guard refused a pattern the lesson "
                  f"lowers; a quantize with several readers is still one pattern (q.replace_all_uses_with moves "
                  f"every reader to the int8 op).")
+        if delayed:
+            text += (f" In the graph, {'; '.join(delayed)}, its only user: find a linear's relu among its users "
+                     f"(node.users), not as the next node.")
     if taken:
         text += f" Lowered though no int8 pattern: {'; '.join(taken[:3])}."
     return text
@@ -586,18 +602,41 @@ def expect_no_leftovers(recipe, nodes: list[dict], *, what: str) -> None:
                    f"reads the int8 tensor the dequantize read (x_dq.args[0]). README.md, 'Step 3'.")
 
 
+def expect_relus_ride(recipe, seen: dict, *, what: str) -> None:
+    """No relu that is its linear's only user in the model is left in float: the int8 linear applies it."""
+    riding, relus = probes.riding_relus(recipe)
+    left = [n for n in seen["nodes"] if n["target"] in RELU_TARGETS]
+    if len(left) <= relus - riding:
+        return
+    by_name = {n["name"]: n for n in seen["quantized_nodes"]}
+    quantized_apart = [n["name"] for n in seen["quantized_nodes"] if n["target"] in RELU_TARGETS
+                       and by_name.get(n["args"][0], {}).get("target") == DEQUANTIZE]
+    where = (f"Your quantized graph already quantizes a linear's output before its relu ({', '.join(quantized_apart)} "
+             f"reads a dequantize): NPUQuantizer.annotate did not pair the relu with its linear. README.md, "
+             f"'Patterns'." if quantized_apart else
+             "Your quantized graph has no quantize between them: lower_to_npu_int8 did not fuse the relu (relu=True). "
+             "README.md, 'Step 3'.")
+    raise CheckFailed(
+        f"{what} of {model_text(recipe)} still runs {len(left)} relu(s) in float on the CPU "
+        f"({', '.join(n['name'] for n in left)}); in the model, {riding} of its {relus} relu(s) are their linear's "
+        f"only user, and each of those rides on its linear: the int8 linear applies it, with no quantize between "
+        f"them. Export keeps the forward's order, so other nodes may sit between a linear and its relu: find the "
+        f"relu among the linear's users (node.users), not as the next node. {where}")
+
+
 @CHECKS.check(stage="lower", weight=3)
 def every_int8_pattern_becomes_one_int8_op(ctx):
     "lower_to_npu_int8: each dq -> linear [-> relu] -> q and dq -> add -> q is one int8 op on the NPU; same numbers"
     # the weight range the lesson allows, either: [-127, 127] on every model, [-128, 127] on some (WEIGHT_RANGES)
     cases = [(recipe, "symmetric") for recipe in ("mlp", "no_bias", "residual", "gelu_norm", "two_inputs")]
     cases += [(recipe, "symmetric_full_range") for recipe in ("mlp", "two_inputs")]
+    cases += [(probes.DELAYED_RELUS[-1], "symmetric")]  # a relu three nodes after its linear, riding on it
     for recipe, weights in cases:
         seen, want = _lowered_variant(ctx, recipe, weights=weights)
         full_range = (" Its weights are quantized symmetric on [-128, 127], which the lesson allows: the int8 unit "
                       "reads any int8 code, so judge a weight by its dtype, axis and zero points, not its range."
                       if weights == "symmetric_full_range" else "")
-        expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds,
+        expect_launches(recipe, seen["nodes"], *probes.patterns_of(recipe),
                         what="lower_to_npu_int8's graph" + (" (weights on [-128, 127])" if full_range else ""),
                         given=given_nodes(recipe, weights=weights))
         expect_like_given(recipe, seen, want)
@@ -652,11 +691,16 @@ def add_of_two_scales_stays_float(ctx):
             expect(adds == 0,
                    f"lower_to_npu_int8 lowered the add of {model_text(recipe)} to int8_add, but in this graph "
                    f"{edit}: its two inputs are dequantized with different (scale, zero_point). The int8 add reads "
-                   f"both with one, so the second input would be read wrong. Compare both numbers, exactly: a zero "
-                   f"point off by a few codes, or a scale off by 0.5 %, is another dequantize. README.md, 'Step 3'.")
+                   f"both with one, so the second input would be read wrong (however little: the outputs may "
+                   f"even look the same). Compare both numbers exactly, with ==, no tolerance: a zero point off by "
+                   f"a few codes, or a scale off by anything down to one float64 ULP, is another dequantize. "
+                   f"README.md, 'Step 3'.")
             expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, 0, what="lower_to_npu_int8's graph",
                             given=given_nodes(recipe, edit=edit))
-            expect_like_given(recipe, seen, want)
+            expect_like_given(recipe, seen, want, note=(
+                f" The add was rightly left float; another pattern's numbers are off. In this graph {edit}, so "
+                f"that dequantize no longer carries the numbers of the quantize before it: read a pattern's output "
+                f"scale and zero point from the quantize that ends it, not from a dequantize after it."))
 
 
 @CHECKS.check(stage="lower", weight=1)
@@ -699,6 +743,16 @@ def patterns_of_other_kinds_stay_float(ctx):
     cases += (("mlp", "the first pattern's output quantized to uint8", None, None, uint8),
               ("residual", "the first pattern's output quantized to uint8", None, None, uint8),
               ("mlp", "the last pattern's output quantized to uint8", None, None, uint8))
+    # one input of an add of another dtype, its scale and zero point equal to the other input's (GUARD_EDITS)
+    for recipe in ("residual", "reused_linear"):
+        for dtype in probes.ADD_INPUT_DTYPES:
+            for position in (0, 1):
+                cases += ((recipe, f"input {position} of an add quantized to {dtype}, its scale and zero point kept",
+                           None, None,
+                           f"input {position} of its add reads {dtype} codes, with the same scale and zero point as "
+                           f"input {1 - position}: an add's inputs share one observer, so one (scale, zero_point), "
+                           f"but a graph may store either in another container. The int8 add reads int8 only: "
+                           f"check the dtype of both dequantize nodes feeding the add, not only the first's"),)
     for recipe, variant, linears, adds, what in cases:
         kwargs = {"edit": variant} if variant in probes.GUARD_EDITS else {"activations": variant}
         seen, want = _lowered_variant(ctx, recipe, **kwargs)
@@ -721,15 +775,16 @@ def patterns_of_other_kinds_stay_float(ctx):
 @CHECKS.check(stage="npu", weight=3)
 def every_linear_and_add_runs_int8_on_the_npu(ctx):
     "quantize_for_npu then lower_to_npu_int8: every Linear and tensor add runs int8 on the NPU, within 20 dB of eager"
-    for recipe in ("residual", "two_inputs", "gated", "gelu_norm"):
+    for recipe in ("residual", "two_inputs", "gated", "gelu_norm", probes.DELAYED_RELUS[0]):
         DEVICE.reset()
         seen = ctx.probe(probes.quantized_and_lowered, recipe)
         expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}, "
                                               f"not a GraphModule. README.md, 'Step 4'.")
         expect_in_place(recipe, seen)
-        expect_patterns_quantized(recipe, seen["quantized_nodes"], ZOO[recipe].linears, ZOO[recipe].adds)
-        expect_launches(recipe, seen["nodes"], ZOO[recipe].linears, ZOO[recipe].adds,
+        expect_patterns_quantized(recipe, seen["quantized_nodes"], *probes.patterns_of(recipe))
+        expect_launches(recipe, seen["nodes"], *probes.patterns_of(recipe),
                         what="your quantized and lowered graph", given=seen["quantized_nodes"])
+        expect_relus_ride(recipe, seen, what="your quantized and lowered graph")
         expect_like_quantized(recipe, seen["outputs"], seen["quantized_outputs"], what="lower_to_npu_int8's graph",
                               against="your quantized graph")
         expect_no_leftovers(recipe, seen["nodes"], what="your quantized and lowered graph")
@@ -754,6 +809,52 @@ SQNR_CASES = (  # (reference, noise) pairs whose SQNR is known: 10 * log10(signa
 )
 
 
+
+def _near_range_cases() -> tuple:
+    """Pairs near the largest value of float16, bfloat16 and float32, of opposite signs: the difference overflows the
+    dtype, not only the squares (60000 - (-60000) is inf in float16). SQNR -6.02 dB (actual = -reference) or -3.52 dB
+    (actual = -reference / 2), at 60 % and 99 % of the largest value."""
+    cases = []
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        top, name = torch.finfo(dtype).max, str(dtype).removeprefix("torch.")
+        for fraction in (0.6, 0.99):
+            for factor in (-1.0, -0.5):
+                def make(dtype=dtype, value=fraction * top, factor=factor):
+                    reference = torch.tensor([value, -value / 3], dtype=torch.float64)
+                    return reference.to(dtype), (reference * factor).to(dtype)
+                cases.append((f"{name} [{fraction:g} * {top:.6g}, -{fraction:g} * {top:.6g} / 3] against it times "
+                              f"{factor:g} (near {name}'s largest value: the difference overflows {name})", make, None))
+    return tuple(cases)
+
+
+def _high_ratio_cases() -> tuple:
+    """Near-equal pairs far above 120 dB, whose noise is tiny but not 0: a float64 ramp against it times (1 + 10^-k),
+    and ones(100) with one element moved by 10^-k (20 * k and 20 + 20 * k dB, up to 320), and float32
+    ones(4096) with one element one ULP off (about 175 dB)."""
+    cases = []
+    for k in (7, 9, 11, 13, 15):
+        cases.append((f"a float64 ramp from 1 to 2 against it times (1 + 1e-{k}) (about {20 * k} dB)",
+                      lambda k=k: (torch.linspace(1, 2, 16, dtype=torch.float64),
+                                   torch.linspace(1, 2, 16, dtype=torch.float64) * (1 + 10.0 ** -k)), None))
+
+        def one_moved(k=k):
+            actual = torch.ones(100, dtype=torch.float64)
+            actual[37] += 10.0 ** -k
+            return torch.ones(100, dtype=torch.float64), actual
+        cases.append((f"float64 ones(100) against it with one element + 1e-{k} (about {20 + 2 * 10 * k} dB)",
+                      one_moved, None))
+
+    def ulp_off():
+        actual = torch.ones(4096)
+        actual[5] = torch.nextafter(torch.tensor(1.0), torch.tensor(2.0))
+        return torch.ones(4096), actual
+    cases.append(("float32 ones(4096) against it with one element one ULP above 1 (about 175 dB)", ulp_off, None))
+    return tuple(cases)
+
+
+SQNR_CASES += _near_range_cases() + _high_ratio_cases()
+
+
 def sqnr_agrees(value, want: float) -> bool:
     if isinstance(value, str) or math.isnan(value):
         return False
@@ -763,15 +864,27 @@ def sqnr_agrees(value, want: float) -> bool:
 def sqnr_problem(text: str, value, want: float, dtype: torch.dtype) -> str:
     if isinstance(value, str):
         return f"sqnr({text}) raised {value}. README.md, 'Step 4'."
-    why = ""
-    if math.isinf(value) and not math.isinf(want):
-        why = (" inf is for equal tensors only (noise exactly 0), not for near-equal ones: " if want > 60 else
-               " The squares overflowed: ")
-    if dtype in (torch.float16, torch.bfloat16):
-        why += f" The tensors are {str(dtype).removeprefix('torch.')}: compute the powers in float64."
-    return (f"sqnr({text}) returned {value:.6g}; the signal-to-quantization-noise ratio is {want:.6g} dB (10 * "
+    why, name = "", str(dtype).removeprefix("torch.")
+    if math.isinf(value) and value > 0 and not math.isinf(want) and want > 60:
+        why = (" inf is for exactly equal tensors only (noise exactly 0), not for near-equal ones, however small "
+               "their noise.")
+    elif not math.isfinite(value) and math.isfinite(want):
+        why = (f" A value overflowed: {name}'s largest is {torch.finfo(dtype).max:.6g}, and the difference of two "
+               f"values near it overflows as well as their squares. Convert both tensors to float64 first, then "
+               f"subtract and square.")
+    elif dtype in (torch.float16, torch.bfloat16):
+        why = f" The tensors are {name}: convert both to float64 first, then subtract and square."
+    gap = f" ({abs(value - want):.4f} dB off)" if math.isfinite(value) and math.isfinite(want) else ""
+    return (f"sqnr({text}) returned {value:.4f}; the signal-to-quantization-noise ratio is {want:.4f} dB{gap} (10 * "
             f"log10 of the reference's power over the difference's power, in float64; the checks allow "
             f"{SQNR_TOLERANCE_DB} dB).{why} README.md, 'Step 4'.")
+
+
+def _pair_text(pair) -> str:
+    """A pair at full precision, as code that makes it."""
+    name = str(pair[0].dtype).removeprefix("torch.")
+    return "\n  ".join(f"{label} = torch.tensor({t.tolist()!r}, dtype=torch.{name})"
+                       for label, t in zip(("reference", "actual"), pair))
 
 
 @CHECKS.check(stage="npu", weight=1)
@@ -789,7 +902,7 @@ def sqnr_is_signal_over_noise_in_decibels(ctx):
         want = sqnr(reference, actual)
         expect(sqnr_agrees(value, want), sqnr_problem("of the pair below", value, want, reference.dtype))
 
-    fuzz(ctx, sqnr_pairs(), prop, describe=lambda pair: (f"reference = {pair[0]!r}\n  actual = {pair[1]!r}"),
+    fuzz(ctx, sqnr_pairs(), prop, describe=_pair_text,
          max_examples=max(4, ctx.max_examples // 2))
 
 
@@ -807,6 +920,7 @@ def random_mlps_run_int8_on_the_npu(ctx):
         expect_patterns_quantized(program, seen["quantized_nodes"], linears, adds)
         expect_launches(program, seen["nodes"], linears, adds, what="your quantized and lowered graph",
                         given=seen["quantized_nodes"])
+        expect_relus_ride(program, seen, what="your quantized and lowered graph")
         expect_like_quantized(program, seen["outputs"], seen["quantized_outputs"], what="lower_to_npu_int8's graph",
                               against="your quantized graph")
         expect_no_leftovers(program, seen["nodes"], what="your quantized and lowered graph")

@@ -17,6 +17,7 @@ Calibration batches reach the attempt as a one-shot generator, in CALIBRATION_PL
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from dataclasses import dataclass
 from types import ModuleType
@@ -365,6 +366,44 @@ class TwoInputProgram(ProgramModel):
         return self.compute((x0, x1))
 
 
+def delayed_relu_program(gap: int, inputs: int, in_place: bool) -> tuple:
+    """v0 = fc0(x0); then `gap` Linears of the last input; then relu(v0), v0's only user; then a Linear of that.
+    Export keeps the forward's order, so `gap` nodes sit between the linear and the relu that rides on it."""
+    steps = [("linear", 0, True)] + [("linear", inputs - 1, True) for _ in range(gap)]
+    steps += [("relu", inputs, in_place), ("linear", inputs + gap + 1, True)]
+    return ("program", inputs, 8, tuple(steps), None, 9 + gap)
+
+
+# Models whose riding relus are not the node after their linear (one gap and two inputs; two, in place; three).
+DELAYED_RELUS = tuple(delayed_relu_program(gap, inputs, in_place)
+                      for gap, inputs, in_place in ((1, 2, False), (2, 1, True), (3, 2, True)))
+
+
+def patterns_of(recipe: str | tuple) -> tuple[int, int]:
+    """(Linears, adds of two tensors without alpha) of a zoo recipe or an int8 program: its int8 patterns."""
+    return program_counts(recipe) if is_program(recipe) else (ZOO[recipe].linears, ZOO[recipe].adds)
+
+
+def riding_relus(recipe: str | tuple) -> tuple[int, int]:
+    """(relus that are their linear's only user, relus in all) of a zoo recipe or an int8 program."""
+    if is_program(recipe):
+        steps, inputs = recipe[3], recipe[1]
+        _, outputs = program_plan(recipe)
+        readers: dict[int, set[int]] = {}
+        for k, step in enumerate(steps):
+            for source in _sources(step):
+                readers.setdefault(source, set()).add(k)
+        relus = [k for k, step in enumerate(steps) if step[0] == "relu"]
+        riding = [k for k in relus if steps[k][1] >= inputs and steps[steps[k][1] - inputs][0] == "linear"
+                  and readers.get(steps[k][1]) == {k} and steps[k][1] not in outputs]
+        return len(riding), len(relus)
+    graph = spec_exported(recipe).graph
+    relus = [n for n in graph.nodes if n.op == "call_function" and n.target in RELUS]
+    riding = [r for r in relus if isinstance(r.args[0], torch.fx.Node) and r.args[0].op == "call_function"
+              and r.args[0].target is aten.linear.default and len(r.args[0].users) == 1]
+    return len(riding), len(relus)
+
+
 def run(module: Callable, recipe: str | MLPSpec) -> dict[int, Any]:
     """`module`'s output per evaluation batch, or the error's text."""
     results: dict[int, Any] = {}
@@ -485,10 +524,20 @@ def edit_dequantize_numbers(gm: torch.fx.GraphModule, scale_factor: float, zero_
     gm.recompile()
 
 
-def edit_add_second_input(gm: torch.fx.GraphModule, scale_factor: float, zero_point_shift: int) -> None:
-    """The second dequantize of every add of two distinct int8 dequantize nodes reads its codes with scale *
-    scale_factor and zero_point moved by the shift (the other way when that leaves the range): the add's two inputs
-    no longer share one (scale, zero_point), by as little as the edit says."""
+def moved_scale(scale: float, how: float | str) -> float:
+    """`scale` times a factor, or moved by whole float64 ULPs ("ulp+1", "ulp-1"): the smallest change a float has."""
+    if isinstance(how, str):
+        steps = int(how.removeprefix("ulp"))
+        for _ in range(abs(steps)):
+            scale = math.nextafter(scale, math.inf if steps > 0 else -math.inf)
+        return scale
+    return scale * how
+
+
+def edit_add_second_input(gm: torch.fx.GraphModule, scale_edit: float | str, zero_point_shift: int) -> None:
+    """The second dequantize of every add of two distinct int8 dequantize nodes reads its codes with its scale moved
+    (moved_scale: a factor, or a float64 ULP) and zero_point moved by the shift (the other way when that leaves the
+    range): the add's two inputs no longer share one (scale, zero_point), by as little as the edit says."""
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target not in TENSOR_ADDS:
             continue
@@ -501,10 +550,32 @@ def edit_add_second_input(gm: torch.fx.GraphModule, scale_factor: float, zero_po
                 second = gm.graph.call_function(DEQUANTIZE_PER_TENSOR, second.args, dict(second.kwargs))
             node.replace_input_with(node.args[1], second)
         args = list(second.args)
-        args[1] = float(args[1]) * scale_factor
+        args[1] = moved_scale(float(args[1]), scale_edit)
         zero_point = int(args[2]) + zero_point_shift
         args[2] = zero_point if args[3] <= zero_point <= args[4] else int(args[2]) - zero_point_shift
         second.args = tuple(args)
+    gm.recompile()
+
+
+def retype_add_input(gm: torch.fx.GraphModule, position: int, dtype: str) -> None:
+    """The value read by input `position` of the first add of two distinct int8 dequantize nodes: its quantize and
+    every dequantize reading it become `dtype` (uint8 on [0, 255], or int16 on int8's range), with the same scale
+    and zero point. The add's two inputs then share one (scale, zero_point) but not one dtype: the shared observer
+    gave them one range, another tool another container."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target not in TENSOR_ADDS:
+            continue
+        inputs = node.args[:2]
+        if not all(isinstance(a, torch.fx.Node) and a.target is DEQUANTIZE_PER_TENSOR and a.args[5] == torch.int8
+                   for a in inputs) or inputs[0] is inputs[1]:
+            continue
+        q = inputs[position].args[0]
+        low, high = {"uint8": (0, 255), "int16": (-128, 127)}[dtype]
+        for edited in (q, *[u for u in q.users if u.target is DEQUANTIZE_PER_TENSOR]):
+            args = list(edited.args)
+            args[3], args[4], args[5] = low, high, getattr(torch, dtype)
+            edited.args = tuple(args)
+        break
     gm.recompile()
 
 
@@ -527,11 +598,19 @@ def retype_to_uint8(gm: torch.fx.GraphModule, which: str) -> None:
 # Edits of a converted graph that a lowering's guards must see (the int8 add reads ONE scale and zero point; the
 # int8 ops read and write int8 only): name -> (edit, its arguments). checks.py counts the patterns each edited graph
 # still holds by the lesson's guards.
+# How an add's second dequantize differs from its first in scale: by 0.5 %, 0.01 %, or one float64 ULP either way
+# (the smallest change a float has: "compare them exactly" means any difference, however small).
+ADD_SCALE_EDITS = {"x1.005": 1.005, "x1.0001": 1.0001, "one float64 ULP larger": "ulp+1",
+                   "one float64 ULP smaller": "ulp-1"}
+ADD_INPUT_DTYPES = ("uint8", "int16")  # another container for one input of an add, its scale and zero point kept
 GUARD_EDITS = {
     "an add's second dequantize: zero point moved by 4, scale kept": (edit_add_second_input, (1.0, 4)),
-    "an add's second dequantize: scale x1.005, zero point kept": (edit_add_second_input, (1.005, 0)),
+    **{f"an add's second dequantize: scale {text}, zero point kept": (edit_add_second_input, (how, 0))
+       for text, how in ADD_SCALE_EDITS.items()},
     "the first pattern's output quantized to uint8": (retype_to_uint8, ("first",)),
     "the last pattern's output quantized to uint8": (retype_to_uint8, ("last",)),
+    **{f"input {position} of an add quantized to {dtype}, its scale and zero point kept":
+       (retype_add_input, (position, dtype)) for dtype in ADD_INPUT_DTYPES for position in (0, 1)},
 }
 
 
@@ -541,6 +620,14 @@ def spec_converted(recipe: str | MLPSpec, share_add: bool = True, weights: str =
     a lowering gets. The same graph on both sides of the process boundary (every step is deterministic); a copy
     each call."""
     key = (recipe, share_add, weights, activations, edit)
+    if key not in _SPEC_CONVERTED and edit != "none":  # an edit of the graph quantized without one
+        converted = spec_converted(recipe, share_add, weights, activations)
+        if edit in GUARD_EDITS:
+            function, arguments = GUARD_EDITS[edit]
+            function(converted, *arguments)
+        else:
+            edit_dequantize_numbers(converted, *EDITS[edit])
+        _SPEC_CONVERTED[key] = converted
     if key not in _SPEC_CONVERTED:
         with quiet():
             prepared = prepare_pt2e(spec_exported(recipe), SpecQuantizer(share_add, weights, activations))
@@ -548,11 +635,6 @@ def spec_converted(recipe: str | MLPSpec, share_add: bool = True, weights: str =
                 for batch in calibration(recipe):
                     prepared(*batch)
             converted = convert_pt2e(prepared)
-        if edit in GUARD_EDITS:
-            function, arguments = GUARD_EDITS[edit]
-            function(converted, *arguments)
-        elif EDITS[edit] is not None:
-            edit_dequantize_numbers(converted, *EDITS[edit])
         _SPEC_CONVERTED[key] = converted
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

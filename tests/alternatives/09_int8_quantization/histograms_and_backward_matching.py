@@ -153,7 +153,7 @@ def lower_to_npu_int8(converted):
 
 
 def sqnr(reference, actual):
-    noise = torch.linalg.vector_norm((reference - actual).double())
+    noise = torch.linalg.vector_norm(reference.double() - actual.double())  # both in float64 before subtracting
     if noise == 0:
         return math.inf
     return float(20 * torch.log10(torch.linalg.vector_norm(reference.double()) / noise))

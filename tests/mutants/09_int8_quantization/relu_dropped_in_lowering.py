@@ -4,7 +4,7 @@ from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
 KILLED_BY = ('add_of_two_scales_stays_float', 'every_int8_pattern_becomes_one_int8_op',
-    'every_linear_and_add_runs_int8_on_the_npu')
+    'every_linear_and_add_runs_int8_on_the_npu', 'patterns_of_other_kinds_stay_float')
 
 _replace = _ref._replace
 
