@@ -174,6 +174,23 @@ class ViewDtypes(nn.Module):
         return h.view(torch.int32) & 0xFFFF, torch.nan_to_num(F.relu(h).view(torch.float16)) * 2
 
 
+class Copies(nn.Module):
+    """Linear -> .to(float32, copy=True) (a copy that changes nothing) -> GELU -> clone(preserve_format) (a plain
+    clone) -> view(B, 2, 4).transpose(1, 2) -> .to(memory_format=contiguous_format, copy=True) -> view(B, 8) -> ReLU
+    -> Linear: a plain clone to remove, a plain copy legalise may remove or keep, and a copy that sets the layout,
+    which the view after it needs (on the transposed tensor it raises "view size is not compatible")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        b = x.shape[0]
+        h = F.gelu(self.fc1(x).to(torch.float32, copy=True)).clone(memory_format=torch.preserve_format)
+        t = h.view(b, 2, 4).transpose(1, 2).to(memory_format=torch.contiguous_format, copy=True)
+        return self.fc2(F.relu(t.view(b, 8)))
+
+
 class ProgramModel(nn.Module):
     """The model a plan of `katas.common.strategies.aot_program_plans()` describes (kata 8's fuzz):
 
@@ -290,6 +307,10 @@ ZOO: dict[str, Recipe] = {
                               "(1 x batch x 3: the batch at position 1)", 1),
     "attention": Recipe(Attention, (5, 8), 2, 4, "(B, 5, 8) -> Linear -> reshape(B, 5, 2, 4).transpose(1, 2) -> "
                         "(q @ q^T) @ q -> transpose(1, 2).reshape(B, 5, 8) -> Linear", 2),
+    # 3 programs with the plain copy kept, 2 with it removed (the lesson allows both): a legalise case only
+    "copies": Recipe(Copies, (8,), 3, 4, "Linear -> .to(torch.float32, copy=True) -> GELU -> "
+                     ".clone(memory_format=torch.preserve_format) -> view(B, 2, 4).transpose(1, 2) -> "
+                     ".to(memory_format=torch.contiguous_format, copy=True) -> view(B, 8) -> ReLU -> Linear", 3),
     "view_dtypes": Recipe(ViewDtypes, (4,), 2, 3, "Linear -> (.view(torch.int32) & 0xFFFF, "
                           "nan_to_num(ReLU.view(torch.float16)) * 2)", 2),
 }
@@ -368,10 +389,28 @@ def describe_node(node: torch.fx.Node) -> dict:
             "canonical": canonical_name(target) if node.op == "call_function" else None,
             "core": isinstance(target, torch._ops.OpOverload) and torch.Tag.core in target.tags,
             "full_slice": target is torch.ops.aten.slice.Tensor and _is_full_slice(node),
-            "contiguous_clone": target is torch.ops.aten.clone.default
-            and node.kwargs.get("memory_format") is torch.contiguous_format,
+            "memory_format": str(node.kwargs["memory_format"]) if node.kwargs.get("memory_format") else None,
+            "sets_layout": _sets_layout(node),
+            "plain_copy": _is_plain_copy(node),
             "users": len(node.users),
             "inputs": [_kind(source.meta.get("val")) for source in node.all_input_nodes], "outputs": outs}
+
+
+def _sets_layout(node: torch.fx.Node) -> bool:
+    """A clone or _to_copy that names a memory format other than preserve_format (contiguous_format,
+    channels_last): it sets the strides of its output, which a view after it may need."""
+    return (node.target in (torch.ops.aten.clone.default, torch.ops.aten._to_copy.default)
+            and node.kwargs.get("memory_format") not in (None, torch.preserve_format))
+
+
+def _is_plain_copy(node: torch.fx.Node) -> bool:
+    """An aten._to_copy that changes nothing: the dtype, layout and device of its input, no memory format."""
+    if node.target is not torch.ops.aten._to_copy.default or _sets_layout(node) or not node.args:
+        return False
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    value = node.meta.get("val")
+    return (isinstance(source, torch.Tensor) and isinstance(value, torch.Tensor)
+            and (source.dtype, source.layout, source.device) == (value.dtype, value.layout, value.device))
 
 
 def _is_full_slice(node: torch.fx.Node) -> bool:

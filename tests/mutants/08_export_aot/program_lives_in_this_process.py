@@ -7,8 +7,7 @@ from katas.common.npu import NPU
 
 _ref = load_reference("08_export_aot", "aot.py")
 KILLED_BY = ('lower_runs_each_npu_island_as_one_program', 'random_mlps_lower_and_match_eager',
-    'random_programs_lower_and_match_eager', 'saved_program_runs_in_a_fresh_process',
-    'weights_stay_inputs_of_the_program')
+    'random_programs_lower_and_match_eager', 'saved_program_runs_in_a_fresh_process')
 _PARTITIONS: list = []
 _COMPILED: dict = {}
 
