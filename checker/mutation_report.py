@@ -119,23 +119,11 @@ class Report:
 
     def stale_hand_mutants(self, kata: Kata) -> list[str]:
         """Each hand-written mutant that is new, gone or changed since the report, as a sentence."""
-        recorded = {m.file: m for m in self.hand_mutants}
-        on_disk = {relative(p): p for p in hand_mutants(kata)}
-        problems = [f"{name} is new" for name in sorted(set(on_disk) - set(recorded))]
-        problems += [f"{name} is gone" for name in sorted(set(recorded) - set(on_disk))]
-        problems += [f"{name} changed" for name in sorted(set(recorded) & set(on_disk))
-                     if mutant_sha256(on_disk[name]) != recorded[name].sha256]
-        return problems
+        return _stale_scored_files(self.hand_mutants, hand_mutants(kata), mutant_sha256)
 
     def stale_alternatives(self, kata: Kata) -> list[str]:
         """Each correct alternative that is new, gone or changed since the report, as a sentence."""
-        recorded = {m.file: m for m in self.alternatives}
-        on_disk = {relative(p): p for p in alternatives(kata)}
-        problems = [f"{name} is new" for name in sorted(set(on_disk) - set(recorded))]
-        problems += [f"{name} is gone" for name in sorted(set(recorded) - set(on_disk))]
-        problems += [f"{name} changed" for name in sorted(set(recorded) & set(on_disk))
-                     if sha256(on_disk[name]) != recorded[name].sha256]
-        return problems
+        return _stale_scored_files(self.alternatives, alternatives(kata), sha256)
 
     def untriaged(self) -> list[Survivor]:
         return [s for s in self.survivors if not s.triaged]
@@ -197,6 +185,17 @@ class Report:
             hand_mutants=[HandMutant(**m) for m in data.get("hand_mutant", [])],
             alternatives=[HandMutant(**m) for m in data.get("alternative", [])],
         )
+
+
+def _stale_scored_files(recorded: list[HandMutant], on_disk: list[Path], digest) -> list[str]:
+    """Each file of tests/ the report scored that is new, gone or changed (by `digest`) since, as a sentence."""
+    kept = {m.file: m for m in recorded}
+    present = {relative(p): p for p in on_disk}
+    problems = [f"{name} is new" for name in sorted(set(present) - set(kept))]
+    problems += [f"{name} is gone" for name in sorted(set(kept) - set(present))]
+    problems += [f"{name} changed" for name in sorted(set(kept) & set(present))
+                 if digest(present[name]) != kept[name].sha256]
+    return problems
 
 
 def load_report(kata: Kata) -> Report | None:
