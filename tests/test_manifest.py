@@ -39,3 +39,23 @@ def test_readme_table_is_the_manifest():
 
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert katas_table_markdown() in readme, "regenerate the table: python -m checker list --markdown"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_every_hidden_file_the_attempts_process_loads_is_in_worker_reads(kata):
+    """A grading sandbox shows the attempt only the hidden files `worker_reads` names; a probe that loads another
+    one works in `make kata` and fails every honest attempt under `checker grade`. Any string in a worker-read file
+    that names a sibling hidden file counts as loading it."""
+    hidden = kata.checks_path.parent
+    siblings = {p.name for p in hidden.glob("*.py")}
+    named: dict[str, str] = {}
+    for name in kata.worker_reads:
+        path = hidden / name
+        if not path.is_file():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in siblings:
+                named.setdefault(node.value, name)
+    missing = {f: by for f, by in named.items() if f not in kata.worker_reads}
+    assert not missing, (f"kata {kata.number}: " + "; ".join(f"{by} loads hidden/{f}" for f, by in missing.items())
+                         + " — add it to worker_reads in katas/katas.toml")
