@@ -103,6 +103,43 @@ def test_step_2_a_full_slice_ends_at_sys_maxsize_a_static_full_one_is_dropped_an
     assert view.args[1][0].target is aten.sym_size.int and view.args[1][1] == 4
 
 
+def _clone_targets(ep) -> list[tuple[str, object]]:
+    return [(str(n.target), n.kwargs.get("memory_format", n.kwargs.get("dtype")))
+            for n in ep.graph.nodes if n.target in (aten.clone.default, aten._to_copy.default)]
+
+
+def _runs_without_its_clone(ep, x: torch.Tensor) -> bool:
+    """Erase the program's one clone (its readers read the clone's input) and run the graph on x."""
+    gm = ep.graph_module
+    (clone,) = [n for n in gm.graph.nodes if n.target is aten.clone.default]
+    clone.replace_all_uses_with(clone.args[0])
+    gm.graph.erase_node(clone)
+    gm.recompile()
+    try:
+        gm(*ep.state_dict.values(), x)
+    except RuntimeError as error:
+        assert "view size is not compatible with input tensor's size and stride" in str(error)
+        return False
+    return True
+
+
+def test_step_2_clones_by_memory_format_and_a_copy_that_changes_nothing():
+    plain = exported(Lambda(lambda h: h.clone(memory_format=torch.preserve_format) * 2), torch.randn(3, 4), npu_table())
+    assert _clone_targets(plain) == [("aten.clone.default", torch.preserve_format)]
+    copy = exported(Lambda(lambda h: h.to(torch.float32, copy=True) * 2), torch.randn(3, 4), npu_table())
+    (to_copy,) = [n for n in copy.graph.nodes if n.target is aten._to_copy.default]
+    assert to_copy.kwargs == {"dtype": torch.float32}, "the copy names no memory format"
+    val, source = to_copy.meta["val"], to_copy.args[0].meta["val"]
+    assert (val.dtype, val.layout, val.device) == (source.dtype, source.layout, source.device)
+    for fn, fmt in ((lambda h: h.transpose(1, 2).reshape(h.shape[0], 4, -1), torch.contiguous_format),
+                    (lambda h: h.transpose(2, 3).contiguous(memory_format=torch.channels_last).view(h.shape[0], 2, -1),
+                     torch.channels_last)):
+        ep = exported(Lambda(fn), torch.randn(3, 2, 4, 5), npu_table())
+        assert _clone_targets(ep) == [("aten.clone.default", fmt)]
+        assert [str(n.target) for n in ep.graph.nodes if n.op == "call_function"][-1] == "aten.view.default"
+        assert not _runs_without_its_clone(ep, torch.randn(3, 2, 4, 5)), f"the view needs the {fmt} clone"
+
+
 def test_step_3_operator_support_calls_placeholders_supported():
     from torch.fx.passes.operator_support import OperatorSupport
 
@@ -129,8 +166,10 @@ def test_step_4_the_partitioner_drops_a_lone_node_by_default_and_renames_a_place
     assert ep.graph_signature.user_inputs == ("input",)
     assert CapabilityBasedPartitioner(ep.graph_module, _linear_support()).propose_partitions() == []
     partitioner = CapabilityBasedPartitioner(ep.graph_module, _linear_support(), allows_single_node_partition=True)
+    graph_before = ep.graph_module.graph
     fused = partitioner.fuse_partitions(partitioner.propose_partitions())
     assert fused is ep.graph_module
+    assert fused.graph is not graph_before, "the same gm, a new Graph: a graph kept from before the fuse is dead"
     assert [n.name for n in fused.graph.nodes if n.op == "placeholder"][-1] == "input_1"
     assert ep.graph_signature.user_inputs == ("input",)
 
