@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--attempt", type=Path, help="score this file instead of the kata's stub file")
     target.add_argument("--solution", action="store_true", help="score the reference solution")
     kata.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
-    kata.add_argument("--time-limit", type=float, default=None, help="seconds before the attempt is stopped")
+    kata.add_argument("--time-limit", type=float, default=None,
+                      help="CPU seconds before the attempt is stopped (default: the kata's own; 3x in wall-clock seconds stops it too)")
     _add_run_options(kata)
 
     listing = sub.add_parser("list", help="list the katas")
@@ -91,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)")
     watch.add_argument("--interval", type=_positive, default=0.5, help="seconds between looks at the file (0.5)")
     watch.add_argument("--debounce", type=_positive, default=0.3, help="seconds the file must be still before a run (0.3)")
-    watch.add_argument("--time-limit", type=_positive, default=None, help="seconds before the attempt is stopped")
+    watch.add_argument("--time-limit", type=_positive, default=None, help="CPU seconds before the attempt is stopped")
     watch.add_argument("--verbose", "-v", action="store_true", help="show tracebacks, hidden-check detail and your prints")
     _add_scoring_options(watch)
 
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--out", type=Path, default=None, help="where the results go (default: <DIR>-grades beside DIR)")
     grade.add_argument("--gradescope", action="store_true", help="also write Gradescope results.json")
     grade.add_argument("--jobs", "-j", type=_jobs, default=None, help="attempts run at once (default: CPU cores)")
-    grade.add_argument("--time-limit", type=_positive, default=None, help="seconds per attempt (default: each kata's)")
+    grade.add_argument("--time-limit", type=_positive, default=None, help="CPU seconds per attempt (default: each kata's)")
     grade.add_argument("--kata", type=int, action="append", default=[], metavar="N", help="grade only kata N (repeatable)")
     grade.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     grade.add_argument("--review-reference", action="store_true",

@@ -29,13 +29,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from checker.cpu_time import process_cpu_seconds
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 
 MAX_MESSAGE_CHARS = 1500
 POLL_SECONDS = 0.25
 WALL_FACTOR = 10  # a child this many times its CPU limit in wall-clock time without finishing is stuck
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ class Oracle:
                     _, status = os.waitpid(child.pid, 0)
                     yield self._verdict(child.job, child.data, status, time.monotonic() - child.started)
                 for fd, child in list(running.items()):
-                    cpu, wall = _cpu_seconds(child.pid), time.monotonic() - child.started
+                    cpu, wall = process_cpu_seconds(child.pid), time.monotonic() - child.started
                     if cpu < time_limit and wall < WALL_FACTOR * time_limit:
                         continue
                     selector.unregister(fd)
@@ -347,16 +347,6 @@ class _Child:
     job: Job
     started: float
     data: bytearray = field(default_factory=bytearray)
-
-
-def _cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) process `pid` has used so far, from /proc; 0.0 where there is no /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
 
 
 def _kill(pid: int) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 from checker import REQUIRED_TORCH, RESULTS_SCHEMA_VERSION
+from checker.cpu_time import tree_cpu_seconds
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from checker.warm import WarmChild, WarmLauncher
 
 T = TypeVar("T")
+
+WALL_FACTOR = 3  # a run this many times its CPU-second limit in wall-clock seconds is stopped all the same
+POLL_SECONDS = 0.25  # how often a running checks process's CPU time is read
 
 
 @dataclass
@@ -155,6 +159,7 @@ class _Shard:
     output_path: Path
     asked_at: float = 0.0  # time.time() when the checks process was asked for
     timed_out: bool = False
+    cpu_seconds: float = 0.0  # what it and its processes had spent when last measured (checker/cpu_time.py)
     events: list = field(default_factory=list)
     output: str = ""
     running: str | None = None  # the check it was running when it stopped, if it stopped early
@@ -231,14 +236,27 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
 
 
 def _wait_all(shards: list[_Shard], limit: float) -> None:
-    """Wait for every shard until one shared deadline; end each in any case (Ctrl-C included)."""
-    deadline = time.monotonic() + limit
+    """Wait for every shard until it finishes, has spent `limit` CPU seconds (itself and every process it
+    started, checker/cpu_time.py) or has run WALL_FACTOR × `limit` wall-clock seconds; end each in any case
+    (Ctrl-C included). CPU seconds, not wall-clock ones, so that a busy machine does not turn a correct attempt
+    into a timeout; the wall-clock backstop stops an attempt that waits instead of computing."""
+    started = time.monotonic()
+    running = list(shards)
     try:
-        for shard in shards:
-            try:
-                shard.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                shard.timed_out = True
+        while running:
+            for shard in list(running):
+                if shard.proc.poll() is not None:
+                    running.remove(shard)
+                    continue
+                shard.cpu_seconds = tree_cpu_seconds(shard.proc.pid)
+                if shard.cpu_seconds >= limit or time.monotonic() - started >= WALL_FACTOR * limit:
+                    shard.timed_out = True
+                    running.remove(shard)
+            if running:
+                try:
+                    running[0].proc.wait(timeout=POLL_SECONDS)
+                except subprocess.TimeoutExpired:
+                    pass
     finally:  # the children run in their own sessions, so nothing else would stop them
         for shard in shards:
             _end_child(shard.proc)
@@ -450,9 +468,18 @@ def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> No
         result.status = "timeout"
         running = [by_id[s.running] for s in timed_out if s.running in by_id]
         where = f" while running check '{running[0].name}'" if running else ""
-        result.message = f"the checks did not finish within {limit:g} s{where}: look for an infinite loop or a very slow step"
+        if any(s.cpu_seconds >= limit for s in timed_out):
+            result.message = (f"the checks did not finish within {limit:g} s of computing time{where}: look for "
+                              f"an infinite loop or a very slow step")
+            stopped = f"still running after {limit:g} s of computing time (the time limit)"
+        else:
+            spent = max(s.cpu_seconds for s in timed_out)
+            result.message = (f"the checks ran {WALL_FACTOR * limit:g} s without finishing{where}, and computed "
+                              f"for only {spent:.0f} s of them: the attempt waits (input(), time.sleep, a lock or "
+                              f"queue nothing releases), or other work kept this machine busy (then run it again)")
+            stopped = f"still waiting after {WALL_FACTOR * limit:g} s"
         for check in running:
-            check.status, check.message = "timeout", f"still running after the {limit:g} s time limit"
+            check.status, check.message = "timeout", stopped
     elif crashed:
         result.status = "error"
         shard = crashed[0]

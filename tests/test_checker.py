@@ -9,11 +9,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 from checker.manifest import REPO_ROOT, get_kata
-from checker.runner import run_kata
+from checker.cpu_time import process_cpu_seconds, tree_cpu_seconds
+from checker.runner import WALL_FACTOR, run_kata
 from conftest import ATTEMPTS_DIR
 
 KATA1 = get_kata(1)
@@ -37,11 +39,42 @@ def test_import_error_names_the_missing_name(warm_launcher):
     assert "import_error.py:2" in result.message and "no_such_name" in result.message
 
 
-def test_infinite_loop_times_out_and_keeps_finished_checks():
-    result = run_kata(KATA1, ATTEMPTS_DIR / "infinite_loop.py", only=ONE_CHECK, time_limit=12)
+def test_infinite_loop_times_out_after_its_cpu_seconds_and_keeps_finished_checks():
+    """The limit counts CPU seconds of the checks process and everything it started (the attempt's worker
+    included), so a busy machine does not turn a correct attempt into a timeout (checker/cpu_time.py)."""
+    result = run_kata(KATA1, ATTEMPTS_DIR / "infinite_loop.py", only=ONE_CHECK, time_limit=8)
     assert result.status == "timeout"
     assert result.checks[0].status == "timeout"
-    assert result.duration_s < 25
+    # On a machine busy enough that the loop gets under a third of a core, the wall-clock backstop ends it first
+    # and says so; either way the run stops.
+    assert ("8 s of computing time" in result.message and "infinite loop" in result.message
+            or "other work kept this machine busy" in result.message), result.message
+    assert result.duration_s < WALL_FACTOR * 8 + 10
+
+
+def test_an_attempt_that_waits_is_stopped_by_the_wall_clock_backstop():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "waits_forever.py", only=ONE_CHECK, time_limit=6)
+    assert result.status == "timeout"
+    assert result.checks[0].status == "timeout"
+    assert f"ran {WALL_FACTOR * 6:g} s without finishing" in result.message and "time.sleep" in result.message, \
+        result.message
+
+
+def test_cpu_seconds_of_a_process_tree_count_its_grandchildren():
+    burn = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    code = (f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {burn!r}])\n"
+            "time.sleep(30)")
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 60
+        while tree_cpu_seconds(parent.pid) < 0.6 + process_cpu_seconds(parent.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert tree_cpu_seconds(parent.pid) >= 0.6 + process_cpu_seconds(parent.pid)
+    finally:
+        subprocess.run(["pkill", "-P", str(parent.pid)])
+        parent.kill()
+        parent.wait()
+    assert tree_cpu_seconds(parent.pid) == 0.0, "a process that is gone has spent nothing we can read"
 
 
 def test_segfault_is_an_error_naming_the_signal():
