@@ -118,6 +118,9 @@ def pristine_stub(kata: Kata) -> tuple[bytes, str]:
 
 # --- backups ---------------------------------------------------------------------------------------------------
 
+STAMP_FORMAT = "%Y%m%d-%H%M%S"  # a backup's name starts with the time it was made
+
+
 @dataclass(frozen=True)
 class Backup:
     slug: str
@@ -128,9 +131,15 @@ class Backup:
         return self.path.name
 
     def describe(self) -> str:
+        """One line: the name, when the backup was made (the time its name starts with) and when the learner
+        last edited the file it copies (the copy keeps that file's modification time)."""
         lines = self.path.read_bytes().count(b"\n")
-        when = datetime.fromtimestamp(self.path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
-        return f"{self.name:<40} saved {when}   {lines} lines"
+        edited = datetime.fromtimestamp(self.path.stat().st_mtime).strftime("%Y-%m-%d %H:%M:%S")
+        try:
+            saved = datetime.strptime(self.name[:15], STAMP_FORMAT).strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:  # a file someone put in the folder by hand
+            return f"{self.name:<40} last edited {edited}   {lines} lines"
+        return f"{self.name:<40} saved {saved}, last edited {edited}   {lines} lines"
 
 
 def list_backups(slug: str) -> list[Backup]:
@@ -153,7 +162,7 @@ def back_up(kata: Kata) -> Backup:
     """Copy the learner's current file into the kata's backup folder; returns the new backup."""
     folder = backups_root() / kata.slug
     folder.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now().strftime(STAMP_FORMAT)
     target, n = folder / f"{stamp}-{kata.module}", 1
     while target.exists():
         n += 1

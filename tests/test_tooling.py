@@ -269,6 +269,8 @@ def test_restore_lists_backups_and_puts_one_back_saving_the_current_file(repo):
     (saved,) = (repo.backups / TOY_SLUG).iterdir()
     listing = repo.run("restore")
     assert saved.name in listing.stdout and "kata 9" in listing.stdout
+    made = f"{saved.name[0:4]}-{saved.name[4:6]}-{saved.name[6:8]} {saved.name[9:11]}:{saved.name[11:13]}:{saved.name[13:15]}"
+    assert f"saved {made}, last edited" in listing.stdout, "the listing's time is the one the name starts with"
     assert saved.name in repo.run("restore", str(TOY)).stdout
     repo.toy_stub.write_text(TOY_STUB + "# second try\n")
     put_back = repo.run("restore", str(TOY), saved.name[:15])  # a unique start of the name is enough
