@@ -11,7 +11,7 @@ from checker.backups import remember_pristine
 from checker.hints import HintError, hint_text
 from checker.kit import DEFAULT_SEED, FUZZ_PROFILES
 from checker.manifest import ManifestError, get_kata, load_katas
-from checker.report import display_path, render_text, use_colour
+from checker.report import display_path, render_text, terminal_columns, use_colour
 from checker.progress import examples_folder, fingerprint, hints_used, record_result
 from checker.runner import interactive_shards, run_kata, torch_version_problem
 
@@ -242,7 +242,7 @@ def cmd_kata(args: argparse.Namespace) -> int:
         data["hints_used"] = hints_used(kata)
         print(json.dumps(data, indent=2))
     else:
-        print(render_text(kata, result, verbose=args.verbose, colour=use_colour()))
+        print(render_text(kata, result, verbose=args.verbose, colour=use_colour(), columns=terminal_columns()))
     return 0 if result.status == "pass" else 1
 
 
@@ -321,7 +321,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             result = _score(kata, attempt, args)
         except UsageError as exc:
             return str(exc)
-        return render_text(kata, result, verbose=args.verbose, colour=colour)
+        return render_text(kata, result, verbose=args.verbose, colour=colour, columns=terminal_columns())
 
     return watch(attempt, run_once, interval=args.interval, debounce=args.debounce)
 

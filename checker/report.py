@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from checker.manifest import Kata
@@ -10,6 +11,7 @@ from checker.runner import CheckResult, KataResult
 
 MAX_MESSAGE_LINES = 14
 MAX_MESSAGE_CHARS = 1200
+FAILED = ("fail", "error", "timeout")
 MARKS = {"pass": "✓", "fail": "✗", "error": "✗", "not_implemented": "·", "timeout": "⧗", "not_run": "-"}
 STATUS_WORDS = {
     "pass": "pass — every check passes",
@@ -22,6 +24,13 @@ STATUS_WORDS = {
 
 def use_colour(stream=sys.stdout) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def terminal_columns(stream=sys.stdout) -> int | None:
+    """The terminal's width when `stream` is one (messages are wrapped to it), else None (left as they are)."""
+    import shutil
+
+    return shutil.get_terminal_size().columns if stream.isatty() else None
 
 
 class _Style:
@@ -58,12 +67,28 @@ def _indent(text: str, prefix: str) -> str:
 
 
 def _check_line(check: CheckResult, style: _Style, width: int) -> str:
+    """A check's mark, name and points; a failing one also shows its id, which `--check ID` runs alone."""
     colour = {"pass": "32", "fail": "31", "error": "31", "timeout": "33"}.get(check.status, "2")
     points = f"{check.weight if check.status == 'pass' else 0}/{check.weight}"
-    return f"  {style(MARKS[check.status], colour)} {check.name:<{width}} {points:>5}"
+    line = f"  {style(MARKS[check.status], colour)} {check.name:<{width}} {points:>5}"
+    return line + style(f"  [{check.id}]", "2") if check.status in FAILED else line
 
 
-def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour: bool = False) -> str:
+def _wrap(text: str, columns: int | None) -> str:
+    """Wrap each line at word boundaries to `columns` (None: leave lines as they are), keeping its indentation."""
+    if not columns:
+        return text
+    out = []
+    for line in text.splitlines():
+        indent = line[:len(line) - len(line.lstrip())]
+        out.append(textwrap.fill(line, columns, initial_indent="", subsequent_indent=indent,
+                                 break_long_words=False, break_on_hyphens=False) if len(line) > columns else line)
+    return "\n".join(out)
+
+
+def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour: bool = False,
+                columns: int | None = None) -> str:
+    """The report a person reads; `columns` (a terminal's width) wraps messages at word boundaries."""
     style = _Style(colour)
     out = [style(f"Kata {kata.number} · {kata.title}", "1"), f"attempt: {display_path(result.attempt)}", ""]
     if result.status == "error" and all(c.status == "not_run" for c in result.checks):
@@ -85,19 +110,19 @@ def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour
             if quiet_not_started or check.status in ("pass", "not_run"):
                 continue
             if check.message:
-                out.append(_indent(cap(check.message) if not verbose else check.message, "      "))
+                out.append(_wrap(_indent(cap(check.message) if not verbose else check.message, "      "), columns))
             if verbose and check.detail:
                 out.append(_indent(check.detail.rstrip(), "      | "))
             if verbose and check.output.strip():
                 out.append(_indent("your code printed:\n" + check.output.rstrip(), "      > "))
     out.append("")
     if result.message:
-        out.append(style(cap(result.message), "33"))
+        out.append(style(_wrap(cap(result.message), columns), "33"))
     out.append(f"score: {result.score}/{result.max_score}   status: "
                + style(STATUS_WORDS[result.status], "32" if result.status == "pass" else "31"))
     if verbose and result.timings:
         out.append(style(time_line(result), "2"))
-    out.append(next_step(kata, result))
+    out.append(_wrap(next_step(kata, result), columns))
     return "\n".join(out)
 
 
@@ -126,9 +151,11 @@ def next_step(kata: Kata, result: KataResult) -> str:
         return (f"Start here: read {display_path(kata.lesson_path)}, then replace the NotImplementedError stubs in "
                 f"{stub} ({first.replace('not implemented yet ', '').strip('()')}). Stuck? `make hint N={kata.number}`.")
     if result.status == "timeout":
-        return "Your code is still running when the time limit ends: look for a loop that never ends."
+        return ("Your code was still running when the time limit ended: look for a loop that never ends, or code "
+                "that waits (the message above says which).")
     first_failing = next((c for c in result.checks if c.status not in ("pass", "not_run")), None)
     if first_failing is None:
         return f"Re-run with --verbose for the full output; stuck? `make hint N={kata.number}`."
-    return (f"Next: make '{first_failing.name}' pass (stage {first_failing.stage}). --verbose shows tracebacks; "
+    return (f"Next: make '{first_failing.name}' pass (stage {first_failing.stage}; alone: "
+            f"`make kata N={kata.number} ARGS=\"--check {first_failing.id}\"`). --verbose shows tracebacks; "
             f"`make graph N={kata.number}` draws your graphs beside the reference's; stuck? `make hint N={kata.number}`.")

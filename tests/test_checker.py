@@ -134,6 +134,23 @@ def test_solution_exits_zero_and_text_output_ends_with_score():
     assert "NumPy" not in proc.stdout + proc.stderr
 
 
+def test_a_failing_check_shows_its_id_and_how_to_run_it_alone_and_messages_wrap_at_words():
+    from checker.report import render_text
+    from checker.runner import CheckResult, KataResult
+
+    long = "The pass fused 0 of 2 safe pairs in a symbolic_trace graph: " + "a matcher written for aten ops " * 4
+    checks = [CheckResult("fuses_pairs", "module", "fuses safe pairs", "fail", 2, message=long),
+              CheckResult("keeps_others", "module", "keeps other nodes", "pass", 1)]
+    result = KataResult(3, "t", "fail", 1, 3, checks, "fusion.py", "2.13.0", 1.0)
+    text = render_text(get_kata(3), result, columns=60)
+    assert "[fuses_pairs]" in text and "[keeps_others]" not in text
+    assert 'make kata N=3 ARGS="--check fuses_pairs"' in text.replace("\n", " ")
+    wrapped = [line for line in text.splitlines() if line.startswith("      ")] + text.split("Next:")[1].splitlines()
+    assert len(wrapped) > 5 and all(len(line) <= 60 for line in wrapped), text
+    assert "aten ops" in text.replace("\n      ", " "), "wrapped between words, not inside one"
+    assert max(len(line) for line in render_text(get_kata(3), result).splitlines()) > 60, "no terminal, no wrap"
+
+
 @pytest.mark.parametrize("args, complaint", [
     (("kata", "99"), "there is no kata 99"),
     (("kata", "1", "--attempt", "no/such/file.py"), "no such file"),
