@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 
 class MLP(nn.Module):
-    """Linear -> GELU -> Linear, the brief's running example."""
+    """Linear -> GELU -> Linear, the running example of every lesson."""
 
     def __init__(self, d_in: int = 4, d_hidden: int = 8, d_out: int = 3) -> None:
         super().__init__()
