@@ -31,6 +31,8 @@ class Kata:
     # hidden files the attempt's own process loads (probes; kata 2's hidden suspects, which the attempt's finder
     # runs on): a grading sandbox shows these to the attempt, read-only, and no other hidden file
     worker_reads: tuple[str, ...] = ("probes.py",)
+    # earlier katas whose files this kata's stub imports (`your_kata`): the learner finishes those first
+    builds_on: tuple[int, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -68,11 +70,15 @@ def _parse_kata(entry: dict, where: str) -> Kata:
             stages=tuple(entry["stages"]),
             time_limit=float(entry["time_limit"]),
             worker_reads=tuple(entry.get("worker_reads", ("probes.py",))),
+            builds_on=tuple(int(n) for n in entry.get("builds_on", ())),
         )
     except KeyError as missing:
         raise ManifestError(f"{where}: missing key {missing}") from None
     if not kata.stages:
         raise ManifestError(f"{where}: `stages` is empty")
+    if any(n >= kata.number for n in kata.builds_on):
+        raise ManifestError(f"{where}: builds_on {list(kata.builds_on)} names a kata that does not come before "
+                            f"kata {kata.number}")
     return kata
 
 

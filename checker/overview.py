@@ -91,6 +91,7 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
 
 def render(rows: list[Row], *, colour: bool, elapsed: float) -> str:
     style = _Style(colour)
+    by_number = {r.kata.number: r for r in rows}
     width = max([len(r.kata.title) for r in rows] + [4])
     width = min(width, 56)
     out = [style("fx-katas progress", "1"), "",
@@ -104,6 +105,10 @@ def render(rows: list[Row], *, colour: bool, elapsed: float) -> str:
         if r.message:
             first = cap(r.message, lines=1, chars=200).splitlines()[0]
             out.append(style(f"      {first}", "2"))
+        waiting = [n for n in r.kata.builds_on if by_number.get(n) is not None and by_number[n].status != "pass"]
+        if r.status != "pass" and waiting:
+            out.append(style(f"      builds on your kata{'s' * (len(waiting) > 1)} "
+                             f"{', '.join(map(str, waiting))}: finish {'them' if len(waiting) > 1 else 'it'} first", "2"))
     score, top = sum(r.score for r in rows), sum(r.max_score for r in rows)
     passed = sum(r.status == "pass" for r in rows)
     fraction = score / top if top else 0.0

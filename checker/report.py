@@ -141,6 +141,19 @@ def time_line(result: KataResult, slowest: int = 3) -> str:
     return (f"time: {total:.2f} s ({how}): {phases} s" + (f"; slowest checks: {checks} s" if checks else ""))
 
 
+def builds_on_sentence(kata: Kata) -> str:
+    """' This kata uses your files of katas 3 and 4 ...', or '' for a kata that stands alone."""
+    if not kata.builds_on:
+        return ""
+    from checker.manifest import get_kata
+
+    earlier = [get_kata(n) for n in kata.builds_on]
+    names = " and ".join(str(k.number) for k in earlier)
+    files = ", ".join(display_path(k.stub_path) for k in earlier)
+    return (f" This kata runs your own files of katas {names} ({files}): pass those first "
+            f"(`make kata N={earlier[0].number}`).")
+
+
 def next_step(kata: Kata, result: KataResult) -> str:
     """One sentence telling the learner what to do now."""
     stub = display_path(kata.stub_path)
@@ -149,7 +162,8 @@ def next_step(kata: Kata, result: KataResult) -> str:
     if result.status == "not_started":
         first = result.checks[0].message.split(": ", 1)[0] if result.checks else ""
         return (f"Start here: read {display_path(kata.lesson_path)}, then replace the NotImplementedError stubs in "
-                f"{stub} ({first.replace('not implemented yet ', '').strip('()')}). Stuck? `make hint N={kata.number}`.")
+                f"{stub} ({first.replace('not implemented yet ', '').strip('()')}). Stuck? `make hint N={kata.number}`."
+                + builds_on_sentence(kata))
     if result.status == "timeout":
         return ("Your code was still running when the time limit ended: look for a loop that never ends, or code "
                 "that waits (the message above says which).")

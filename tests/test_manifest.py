@@ -59,3 +59,18 @@ def test_every_hidden_file_the_attempts_process_loads_is_in_worker_reads(kata):
     missing = {f: by for f, by in named.items() if f not in kata.worker_reads}
     assert not missing, (f"kata {kata.number}: " + "; ".join(f"{by} loads hidden/{f}" for f, by in missing.items())
                          + " — add it to worker_reads in katas/katas.toml")
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=kata_id)
+def test_builds_on_names_exactly_the_katas_whose_files_the_stub_imports(kata):
+    """`make progress`, the report's "Start here" and the stub's first lines tell the learner which katas come
+    first from `builds_on`; the stub's `your_kata(slug, ...)` calls are what really loads them."""
+    slugs = {k.slug: k.number for k in KATAS}
+    imported = set()
+    for node in ast.walk(ast.parse(kata.stub_path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "your_kata" and node.args:
+            imported.add(slugs[node.args[0].value])
+    assert imported == set(kata.builds_on), f"kata {kata.number}: builds_on = {sorted(imported)} in katas/katas.toml"
+    for number in kata.builds_on:
+        assert f"katas {' and '.join(map(str, kata.builds_on))}" in kata.stub_path.read_text(encoding="utf-8") \
+            or f"kata {number}" in kata.stub_path.read_text(encoding="utf-8")

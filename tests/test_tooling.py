@@ -645,3 +645,15 @@ def test_make_targets_pass_the_kata_only_when_given():
     assert dry("progress").endswith("-m checker all")
     assert dry("diff", "N=2").endswith("-m checker diff 2")
     assert dry("watch", "N=2").endswith("-m checker watch 2")
+
+
+def test_progress_says_which_earlier_katas_a_kata_builds_on_until_they_pass():
+    from checker.manifest import load_katas
+    from checker.overview import Row, render
+
+    def rows(status_of_3: str) -> list[Row]:
+        return [Row(k, {3: status_of_3}.get(k.number, "not_started"), 0, 10, 0, 3, False, "") for k in load_katas()]
+
+    waiting = render(rows("fail"), colour=False, elapsed=1.0)
+    assert "builds on your katas 3, 4: finish them first" in waiting
+    assert "builds on your kata 4: finish it first" in render(rows("pass"), colour=False, elapsed=1.0)

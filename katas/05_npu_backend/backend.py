@@ -1,5 +1,7 @@
 """Kata 5 — a torch.compile backend for the simulated NPU. This is the only file you edit for this kata.
 
+Start with katas 3 and 4: this backend runs your own fusion pass (katas/03_fusion_guard/fusion.py) and op table
+(katas/04_op_support/op_support.py), so `make kata N=3` and `make kata N=4` should pass first (`make progress`).
 Read katas/05_npu_backend/README.md first: it describes the NPU, the pipeline and every edge case.
 Check your work with `make kata N=5`; ask for a hint with `make hint N=5`.
 
