@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -66,12 +67,26 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
 
 
-def _check_line(check: CheckResult, style: _Style, width: int) -> str:
-    """A check's mark, name and points; a failing one also shows its id, which `--check ID` runs alone."""
+def _check_line(check: CheckResult, style: _Style) -> str:
+    """A check's mark, points and name (points first: names run from 20 to 190 characters); a failing one also
+    shows its id, which `--check ID` runs alone."""
     colour = {"pass": "32", "fail": "31", "error": "31", "timeout": "33"}.get(check.status, "2")
     points = f"{check.weight if check.status == 'pass' else 0}/{check.weight}"
-    line = f"  {style(MARKS[check.status], colour)} {check.name:<{width}} {points:>5}"
+    line = f"  {style(MARKS[check.status], colour)} {points:>5}  {check.name}"
     return line + style(f"  [{check.id}]", "2") if check.status in FAILED else line
+
+
+_RAISED = re.compile(r"raised (?P<type>\w+)(?P<where> at [^\s:]+:\d+(?: in \S+\(\))?)?: (?P<text>.*)$")
+
+
+def _same_error(message: str) -> str | None:
+    """What a message says the attempt raised, or None: "KeyError at fusion.py:8 in f()" when it names the line
+    (the same line raising on two graphs is one mistake, whatever the graphs), else the type and its text."""
+    first = (message.strip().splitlines() or [""])[0]
+    found = _RAISED.search(first)
+    if not found:
+        return None
+    return found["type"] + (found["where"] if found["where"] else f": {found['text']}")
 
 
 def _wrap(text: str, columns: int | None) -> str:
@@ -99,16 +114,23 @@ def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour
                 "Fix the line above and run the kata again."]
         return "\n".join(out)
     quiet_not_started = result.status == "not_started" and not verbose
-    width = max((len(c.name) for c in result.checks), default=0)
+    shown_errors: dict[str, CheckResult] = {}  # what the attempt raised -> the first check that said so
     for stage in kata.stages:
         checks = [c for c in result.checks if c.stage == stage]
         if not checks:
             continue
         out.append(style(stage, "1;34"))
         for check in checks:
-            out.append(_check_line(check, style, width))
+            out.append(_check_line(check, style))
             if quiet_not_started or check.status in ("pass", "not_run"):
                 continue
+            error = _same_error(check.message) if not verbose else None
+            if error and error in shown_errors:
+                out.append(_wrap(f"      the same error as in '{shown_errors[error].name}' above: raised {error}"[:300],
+                                 columns))
+                continue
+            if error:
+                shown_errors[error] = check
             if check.message:
                 out.append(_wrap(_indent(cap(check.message) if not verbose else check.message, "      "), columns))
             if verbose and check.detail:

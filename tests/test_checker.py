@@ -151,6 +151,25 @@ def test_a_failing_check_shows_its_id_and_how_to_run_it_alone_and_messages_wrap_
     assert max(len(line) for line in render_text(get_kata(3), result).splitlines()) > 60, "no terminal, no wrap"
 
 
+def test_one_exception_raised_on_many_graphs_is_shown_once():
+    from checker.report import render_text
+    from checker.runner import CheckResult, KataResult
+
+    def raised(graph: str) -> str:
+        return f"fuse_linear_gelu on the {graph} graph raised KeyError at fusion.py:8 in fuse(): '{graph}'\nits graph"
+
+    checks = [CheckResult(f"c{i}", "module", f"check {i}", "error", 1, message=raised(g))
+              for i, g in enumerate(("dynamo", "export", "make_fx"))]
+    checks.append(CheckResult("c3", "module", "check 3", "error", 1, message="raised KeyError at fusion.py:9 in f(): 1"))
+    text = render_text(get_kata(3), KataResult(3, "t", "fail", 0, 4, checks, "fusion.py", "2.13.0", 1.0))
+    assert text.count("its graph") == 1, text
+    assert text.count("the same error as in 'check 0' above: raised KeyError at fusion.py:8 in fuse()") == 2, text
+    assert "fusion.py:9" in text, "another line is another mistake"
+    verbose = render_text(get_kata(3), KataResult(3, "t", "fail", 0, 4, checks, "fusion.py", "2.13.0", 1.0),
+                          verbose=True)
+    assert verbose.count("its graph") == 3, "--verbose shows every message whole"
+
+
 @pytest.mark.parametrize("args, complaint", [
     (("kata", "99"), "there is no kata 99"),
     (("kata", "1", "--attempt", "no/such/file.py"), "no such file"),
