@@ -7,6 +7,7 @@ cleanly: the running child process is killed (checker/runner.py) and no tracebac
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import sys
 import time
@@ -14,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from checker import PARENT_AT_START
 from checker.report import display_path
 
 CLEAR = "\033[2J\033[3J\033[H"
@@ -34,7 +36,8 @@ def _digest(path: Path) -> str | None:
         return None
 
 
-def wait_for_change(path: Path, last_digest: str | None, *, interval: float, debounce: float) -> str | None:
+def wait_for_change(path: Path, last_digest: str | None, *, interval: float, debounce: float,
+                    alive: Callable[[], bool] = lambda: True) -> str | None:
     """Block until the file's content differs from `last_digest` and has been still for `debounce` seconds.
 
     A save made while the last run was going (or its report was printed) counts: the content is compared once
@@ -46,6 +49,8 @@ def wait_for_change(path: Path, last_digest: str | None, *, interval: float, deb
         return _digest(path)
     while True:
         time.sleep(interval)
+        if not alive():
+            raise KeyboardInterrupt  # nobody is left to read the next report
         now = _state(path)
         if now == seen:
             continue
@@ -66,9 +71,18 @@ def _interrupt(signum, frame) -> None:
 
 
 def _stop_on_signals() -> None:
-    """Ctrl-C (even when started from a shell that ignores SIGINT in the background) and SIGTERM stop cleanly."""
+    """Ctrl-C (even when started from a shell that ignores SIGINT in the background), SIGTERM and SIGHUP (its
+    terminal closed) stop cleanly."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _interrupt)
+
+
+def _terminal_still_there(parent: int) -> Callable[[], bool]:
+    """False once the process that started the watch is gone (`make watch` in a terminal that closed: the
+    shell and make end, and this process is handed to another parent), so the watch does not run on unseen."""
+    return lambda: os.getppid() == parent
 
 
 def watch(path: Path, run_once: Callable[[], str], *, interval: float = 0.5, debounce: float = 0.3,
@@ -77,6 +91,7 @@ def watch(path: Path, run_once: Callable[[], str], *, interval: float = 0.5, deb
     out = out or sys.stdout
     clear = out.isatty()
     _stop_on_signals()
+    alive = _terminal_still_there(PARENT_AT_START)
     shown = display_path(path)
     runs = 0
     try:
@@ -94,8 +109,11 @@ def watch(path: Path, run_once: Callable[[], str], *, interval: float = 0.5, deb
             stamp = datetime.now().strftime("%H:%M:%S")
             out.write(f"\n[{stamp}] watching {shown}: save it to re-run the checks, Ctrl-C to stop.\n")
             out.flush()
-            digest = wait_for_change(path, digest, interval=interval, debounce=debounce)
+            digest = wait_for_change(path, digest, interval=interval, debounce=debounce, alive=alive)
     except KeyboardInterrupt:
-        out.write("\nStopped watching.\n")
-        out.flush()
+        try:
+            out.write("\nStopped watching.\n")
+            out.flush()
+        except OSError:  # the terminal is gone
+            pass
         return 0

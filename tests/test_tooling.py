@@ -440,6 +440,29 @@ def test_watch_reruns_on_save_only_when_the_content_changes_and_stops_cleanly(re
     assert json.loads(repo.progress.read_text())["katas"][TOY_SLUG]["status"] == "pass"
 
 
+def test_watch_stops_when_the_terminal_that_started_it_is_gone(tmp_path):
+    """`make watch` in a terminal that closes: its shell ends, the watch is handed to another parent, and stops
+    (SIGHUP stops it too) instead of running on unseen."""
+    code = (f"{sys.executable} -m checker watch 1 --attempt {tmp_path / 'not_yet.py'} --interval 0.1 "
+            f"> {tmp_path / 'out.txt'} 2>&1 & echo $! > {tmp_path / 'pid'}; "
+            f"until grep -q watching {tmp_path / 'out.txt'}; do sleep 0.1; done")  # the shell ends once it watches
+    subprocess.run(["sh", "-c", code], cwd=REPO_ROOT, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    pid = int((tmp_path / "pid").read_text())
+    deadline = time.monotonic() + 30
+    while _alive_pid(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive_pid(pid), "the watch outlived the shell that started it"
+    assert "waiting for it to appear" in (tmp_path / "out.txt").read_text()
+
+
+def _alive_pid(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 # --- grade ----------------------------------------------------------------------------------------------------
 
 def test_grade_survives_hanging_and_crashing_attempts(repo, tmp_path):
