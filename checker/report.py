@@ -126,7 +126,7 @@ def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour
                 continue
             error = _same_error(check.message) if not verbose else None
             if error and error in shown_errors:
-                out.append(_wrap(f"      the same error as in '{shown_errors[error].name}' above: raised {error}"[:300],
+                out.append(_wrap(f"      the same error as [{shown_errors[error].id}] above: raised {error}"[:300],
                                  columns))
                 continue
             if error:

@@ -163,7 +163,7 @@ def test_one_exception_raised_on_many_graphs_is_shown_once():
     checks.append(CheckResult("c3", "module", "check 3", "error", 1, message="raised KeyError at fusion.py:9 in f(): 1"))
     text = render_text(get_kata(3), KataResult(3, "t", "fail", 0, 4, checks, "fusion.py", "2.13.0", 1.0))
     assert text.count("its graph") == 1, text
-    assert text.count("the same error as in 'check 0' above: raised KeyError at fusion.py:8 in fuse()") == 2, text
+    assert text.count("the same error as [c0] above: raised KeyError at fusion.py:8 in fuse()") == 2, text
     assert "fusion.py:9" in text, "another line is another mistake"
     verbose = render_text(get_kata(3), KataResult(3, "t", "fail", 0, 4, checks, "fusion.py", "2.13.0", 1.0),
                           verbose=True)
