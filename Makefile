@@ -13,6 +13,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fx-katas-installed
+TEST_STAMP := $(VENV)/.fx-katas-test-tools
 N ?= 1
 # N as given on the command line (or environment), empty when only the default above applies:
 # `make restore` lists every kata's backups, and `make reset` refuses to guess which kata to reset.
@@ -22,12 +23,22 @@ GIVEN_N = $(if $(filter file default undefined,$(origin N)),,$(N))
 
 setup: $(STAMP)
 
+# What a learner needs. On Linux x86-64, where the configured index would bring torch's multi-GB CUDA build,
+# torch comes from PyTorch's CPU wheel index first (setup/torch_wheel.py decides; it prints nothing otherwise).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "fx-katas: creating $(VENV) (first run only)"; $(PYTHON) -m venv $(VENV); }
 	@echo "fx-katas: installing torch==2.13.0 and the checker into $(VENV) (about a minute, first run only)"
-	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	@$(PY) -c "import torch, hypothesis, pytest, xdist, cosmic_ray, grandalf, jsonschema, transformers, katas.common.pt2e" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
+	@index="$$($(PY) setup/torch_wheel.py)"; [ -z "$$index" ] || { echo "fx-katas: taking PyTorch's CPU build ($$index)"; \
+	  $(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0 $$index; }
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e . 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(PY) -c "import torch, hypothesis, grandalf, transformers, katas.common.pt2e" || { echo "fx-katas: installation failed, see the pip output above"; exit 1; }
 	@touch $(STAMP)
+
+# What the self-tests and the authors' tools add (pytest, xdist, cosmic-ray, jsonschema): not a learner's concern.
+$(TEST_STAMP): $(STAMP)
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(PY) -c "import pytest, xdist, cosmic_ray, jsonschema" || { echo "fx-katas: installing the test tools failed, see the pip output above"; exit 1; }
+	@touch $(TEST_STAMP)
 
 # The last lines of the output say pass/fail; make's own "Error 1" line would read like a crash to a newcomer,
 # so learner-facing targets exit 0. Scripts that need the verdict as an exit code call `python -m checker`.
@@ -63,7 +74,7 @@ gradescope: $(STAMP)
 	@$(PY) -m checker gradescope-bundle $(ARGS)
 
 # The Gradescope autograder end to end (setup.sh installs torch in a new venv: slow); writes tests/gradescope/e2e.json
-gradescope-check: $(STAMP)
+gradescope-check: $(TEST_STAMP)
 	@$(PY) tests/gradescope_e2e.py
 
 # As root with apt-get (a container), grading first installs bubblewrap, the sandbox attempts run in.
@@ -76,18 +87,18 @@ grade: $(STAMP)
 	@$(PY) -m checker grade $(DIR) $(ARGS)
 
 # Mutation testing writes the report, unless ARGS only asks about mutants (--mutant ID, --list).
-mutate: $(STAMP)
+mutate: $(TEST_STAMP)
 	@$(PY) -m checker mutate $(GIVEN_N) $(if $(filter --mutant% --list,$(ARGS)),,--write) $(ARGS)
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	@$(PY) tests/bench.py $(ARGS)
 
 # The references on tiny transformers models (katas/common/real_models.py): writes tests/real_models.json and the
 # README's table. About 10 minutes on 2 cores; tests/test_real_models.py says when it is out of date.
-real-models: $(STAMP)
+real-models: $(TEST_STAMP)
 	@$(PY) tests/real_model_table.py --write $(ARGS)
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	@tests/setup_system_packages.sh
 	$(PY) -m pytest -n auto --dist worksteal -q $(ARGS)
 

@@ -680,3 +680,23 @@ def test_progress_says_which_earlier_katas_a_kata_builds_on_until_they_pass():
     waiting = render(rows("fail"), colour=False, elapsed=1.0)
     assert "builds on your katas 3, 4: finish them first" in waiting
     assert "builds on your kata 4: finish it first" in render(rows("pass"), colour=False, elapsed=1.0)
+
+
+def test_setup_takes_torch_from_the_cpu_index_only_where_the_configured_one_brings_the_cuda_build():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torch_wheel", REPO_ROOT / "setup" / "torch_wheel.py")
+    wheel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wheel)
+    report = {"install": [{"metadata": {"name": "torch", "version": "2.13.0"}}]}
+    assert wheel.resolved_torch_version(report) == "2.13.0"
+    assert wheel.resolved_torch_version({"install": []}) is None
+    assert wheel.needs_cpu_index("Linux", "x86_64", None, "2.13.0") is True, "PyPI's Linux wheel is the CUDA build"
+    assert wheel.needs_cpu_index("Linux", "x86_64", None, "2.13.0+cpu") is False, "this machine's index: CPU already"
+    assert wheel.needs_cpu_index("Linux", "x86_64", "2.13.0+cu126", None) is False, "an installed torch stays"
+    assert wheel.needs_cpu_index("Darwin", "arm64", None, "2.13.0") is False, "macOS wheels are CPU builds"
+    assert wheel.needs_cpu_index("Linux", "aarch64", None, "2.13.0") is False
+    assert wheel.needs_cpu_index("Linux", "x86_64", None, None) is False, "no answer from the index: pip says why"
+    here = subprocess.run([sys.executable, str(REPO_ROOT / "setup" / "torch_wheel.py")], capture_output=True,
+                          text=True, timeout=120)
+    assert (here.returncode, here.stdout) == (0, ""), "torch is installed here: nothing to choose"
