@@ -118,3 +118,64 @@ def probe_graph_changes(attempt: ModuleType, gm: torch.fx.GraphModule) -> list[s
                 else:
                     changes.append(f"node `{name}`.{field}: {old} -> {new}")
     return sorted(changes)
+
+
+def probe_fresh_classify(attempt: ModuleType, gm: torch.fx.GraphModule) -> dict[str, str]:
+    """classify(gm) of a freshly imported copy of the attempt, which has classified no other graph, as
+    {node name: verdict value}."""
+    verdicts = _fresh_copy(attempt).classify(gm)
+    return {str(name): str(getattr(verdict, "value", verdict)) for name, verdict in dict(verdicts).items()}
+
+
+# --- a module class that borrows nn.Linear's forward without subclassing nn.Linear ------------------------------
+# Built where the attempt runs (the class lives in this file, which the worker loads but cannot unpickle from).
+
+class BorrowsLinearForward(torch.nn.Module):
+    """No subclass of nn.Linear (nor of any class of the lesson's table), but its body says
+    `forward = nn.Linear.forward`: it computes a linear map, yet it is no module class of the table."""
+
+    forward = torch.nn.Linear.forward
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 4, generator=torch.Generator().manual_seed(3)) * 0.3)
+        self.bias = torch.nn.Parameter(torch.zeros(4))
+
+
+class _BorrowsModel(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.act = BorrowsLinearForward(), torch.nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class _KeepsBorrower(torch.fx.Tracer):
+    def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
+        return isinstance(m, BorrowsLinearForward) or super().is_leaf_module(m, qualname)
+
+
+def borrowed_forward_graph() -> torch.fx.GraphModule:
+    """act(fc(x)), fc a BorrowsLinearForward kept whole as one call_module node by a custom tracer."""
+    model = _BorrowsModel().eval()
+    return torch.fx.GraphModule(model, _KeepsBorrower().trace(model))
+
+
+def answers_of(module: ModuleType, gm: torch.fx.GraphModule) -> dict[str, list]:
+    """{call node name: [canonical_op (a str, None, or a repr), is_node_supported, classify's verdict]}."""
+    submodules = dict(gm.named_modules())
+    support = module.NPUOperatorSupport()
+    verdicts = {str(k): str(getattr(v, "value", v)) for k, v in dict(module.classify(gm)).items()}
+    answers = {}
+    for node in gm.graph.nodes:
+        if node.op in ("call_module", "call_function", "call_method"):
+            op = module.canonical_op(node, submodules)
+            answers[node.name] = [op if op is None or isinstance(op, str) else repr(op),
+                                  bool(support.is_node_supported(submodules, node)), verdicts.get(node.name)]
+    return answers
+
+
+def probe_borrowed_forward(attempt: ModuleType) -> dict[str, list]:
+    """The attempt's answers on `borrowed_forward_graph()`, built where the attempt runs."""
+    return answers_of(attempt, borrowed_forward_graph())

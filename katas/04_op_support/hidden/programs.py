@@ -254,6 +254,38 @@ def describe_program(spec: ProgramSpec) -> str:
     return "\n".join(lines)
 
 
+# A step's twin: another step whose nodes share their names (and, where the capture keeps them, their targets) with
+# the step's own in most captures, but not their op -- a call_module `s{i}` that is an nn.Linear in one program and
+# a ScaledLinear in the other, Dynamo's `h` that is a linear in one and a clone in the other, a `mul` that multiplies
+# tensors in one and sizes in the other. One NPUOperatorSupport asked about a program and then its twin (and back)
+# must answer each node as a new one would: nothing carries over from one graph to the next.
+TWIN_STEPS = {
+    "linear": "linear_overrides", "linear_overrides": "linear",
+    "linear_keeps": "linear_inherits_override", "linear_inherits_override": "linear_keeps",
+    "linear_keeps_keeps": "linear_overrides", "linear_restores_forward": "linear_inherits_override",
+    "relu_module": "relu_keeps_overrides", "relu_keeps": "relu_keeps_overrides", "relu_keeps_overrides": "relu_keeps",
+    "relu_function": "relu_inplace_function", "relu_inplace_function": "relu_function",
+    "relu_method": "relu_inplace_method", "relu_inplace_method": "relu_method",
+    "add": "add_inplace_method", "add_inplace_method": "add", "add_inplace_operator": "add",
+    "aten_relu_packet": "aten_relu_inplace_packet", "aten_relu_inplace_packet": "aten_relu_packet",
+    "aten_sigmoid_packet": "aten_sin_packet", "aten_sin_packet": "aten_sigmoid_packet",
+    "zero_dim": "size_symint", "size_symint": "zero_dim", "size_symfloat": "zero_dim",
+}
+
+
+def allowed_steps(capture: str) -> tuple[str, ...]:
+    """The steps a capture can take."""
+    return tuple(s for s in STEPS if not (capture == "symbolic_trace" and s in NOT_SYMBOLIC_TRACE)
+                 and not (capture.startswith("export") and s in NOT_EXPORT))
+
+
+def twin_program(spec: ProgramSpec) -> ProgramSpec:
+    """`spec` with every step that has a twin the capture can take replaced by it (same capture, dtype, sizes)."""
+    allowed = allowed_steps(spec.capture)
+    steps = tuple(TWIN_STEPS[s] if TWIN_STEPS.get(s) in allowed else s for s in spec.steps)
+    return ProgramSpec(steps, spec.capture, spec.dtype, spec.dynamic)
+
+
 def program_specs(*, max_steps: int = 4, captures=PROGRAM_CAPTURES, dtypes=DTYPES,
                   removable=()) -> st.SearchStrategy[ProgramSpec]:
     """Random programs every capture can take: 1..max_steps steps, a capture (symbolic sizes only where it can),
@@ -261,8 +293,7 @@ def program_specs(*, max_steps: int = 4, captures=PROGRAM_CAPTURES, dtypes=DTYPE
     Dynamo, float32, static shapes, every kernel present."""
 
     def for_capture(capture: str) -> st.SearchStrategy[ProgramSpec]:
-        steps = tuple(s for s in STEPS if not (capture == "symbolic_trace" and s in NOT_SYMBOLIC_TRACE)
-                      and not (capture.startswith("export") and s in NOT_EXPORT))
+        steps = allowed_steps(capture)
         return st.builds(
             ProgramSpec,
             steps=st.lists(st.sampled_from(steps), min_size=1, max_size=max_steps).map(tuple),
