@@ -336,3 +336,28 @@ def test_a_write_into_any_input_or_a_view_of_one_changes_the_output_of_a_pair_fu
     fused = probes._run_and_backward(model, compiled, x)["outputs"][0]
     assert len(graphs) == 1
     assert not torch.allclose(fused, probes.eager_run(layout, x)["outputs"][0])
+
+
+@pytest.mark.parametrize("written, frozen", [("bias", ""), ("x", "weight"), ("weight", "x")])
+def test_a_later_write_into_an_input_the_fused_op_saved_breaks_its_backward_and_not_eagers(written, frozen):
+    """Step 5's rule for training graphs: the fused op saves x, weight and bias for its backward; eager's Linear
+    saves x only for the weight's gradient, the weight only for x's, and never the bias. So a write after the pair
+    into the bias (or into x when the weight is frozen, into the weight when x needs no gradient) breaks the fused
+    backward only; under no_grad nothing is saved and nothing breaks."""
+    torch.manual_seed(0)
+
+    def step(fused: bool, grad: bool = True) -> None:
+        leaves = {"x": torch.randn(2, 4), "weight": torch.randn(5, 4), "bias": torch.randn(5)}
+        for name, leaf in leaves.items():
+            leaf.requires_grad_(name != frozen)
+        with torch.set_grad_enabled(grad):
+            x, weight, bias = (leaves[k] * 1 for k in ("x", "weight", "bias"))
+            h = torch.ops.npu.linear_gelu(x, weight, bias) if fused else F.gelu(F.linear(x, weight, bias))
+            {"x": x, "weight": weight, "bias": bias}[written].mul_(0.5)
+        if grad:
+            h.sum().backward()
+
+    step(fused=False)
+    step(fused=True, grad=False)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        step(fused=True)

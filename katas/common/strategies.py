@@ -497,3 +497,30 @@ def aot_program_plans() -> st.SearchStrategy[dict]:
     """Kata 8's fuzz models as plain data: number of inputs, outputs per NPU island, where the batch sits in views,
     casts, view.dtype, contiguity (transpose then reshape), one or two symbolic sizes, a CPU op or not."""
     return st.fixed_dictionaries({axis: st.sampled_from(values) for axis, values in AOT_PROGRAM_AXES.items()})
+
+
+def linear_gelu_call_pairs_sharing_weight() -> st.SearchStrategy[tuple[dict, dict]]:
+    """Kata 7: two calls of the fused op before one backward that share one weight tensor (tied or reused
+    layers): the second call has the first's features and dtype, the other approximate and the other bias
+    presence, so a backward that keeps its state keyed by the weight (not on ctx) gets a call wrong. Shrinks
+    toward float32 calls."""
+    def second(first: dict) -> st.SearchStrategy[dict]:
+        return linear_gelu_calls().map(lambda other: {
+            **other, "in_features": first["in_features"], "out_features": first["out_features"],
+            "dtype": first["dtype"], "approximate": "tanh" if first["approximate"] == "none" else "none",
+            "bias": not first["bias"], "x_requires_grad": True})
+
+    return linear_gelu_calls_any_dtype().flatmap(lambda first: st.tuples(st.just(first), second(first)))
+
+
+# which inputs of kata 7's pair require grad in a trained layout (probes.GradLayout's fifth element): "x", "w", "b"
+TRAINED_PAIR_INPUTS = (("x", "w", "b"), ("b",), ("x",), ("w",), ("x", "b"), ("w", "b"), ("x", "w"))
+
+
+def trained_grad_mode_layouts(writes: tuple = IN_PLACE_WRITES, others: tuple = ()) -> st.SearchStrategy[tuple]:
+    """Kata 7: `grad_mode_layouts` whose pair autograd records: a fifth element names which of the pair's inputs
+    (x, weight, bias) require grad (TRAINED_PAIR_INPUTS). The fused op then saves x, weight and bias for its
+    backward, so a write into one of them after the GELU's first reader matters, where eager's Linear + GELU
+    saved less. Shrinks toward every input requiring grad."""
+    return st.tuples(grad_mode_layouts(writes, others), st.sampled_from(TRAINED_PAIR_INPUTS)).map(
+        lambda drawn: (*drawn[0], drawn[1]))

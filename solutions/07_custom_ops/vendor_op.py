@@ -119,14 +119,14 @@ IN_PLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itru
                       operator.ilshift, operator.irshift, operator.setitem}
 
 
-def _between_match_and_insertion(match: InternalMatch, graph: torch.fx.Graph):
+def _between_match_and_insertion(match: InternalMatch, graph: torch.fx.Graph, to_the_end: bool = False):
     """The nodes after the match's first node and before the place the rewriter puts the replacement (the first
-    reader of the GELU), the match's own nodes left out."""
+    reader of the GELU), or to the graph's end if `to_the_end`, the match's own nodes left out."""
     matched = {node for node in match.nodes_map.values() if node not in match.placeholder_nodes}
     readers = {user for node in match.returning_nodes for user in node.users}
     inside = False
     for node in graph.nodes:
-        if node in readers:  # where the replacement goes
+        if node in readers and not to_the_end:  # where the replacement goes
             return
         if node in matched:
             inside = True
@@ -181,12 +181,24 @@ def _views_of(inputs: set, graph: torch.fx.Graph) -> set:
     return views
 
 
+def _recorded_by_autograd(match: InternalMatch) -> bool:
+    """Will autograd record the fused op? Dynamo notes each node's example value: the GELU's output requires grad
+    when grad mode is on at the pair and x, weight or bias requires grad (a graph without the notes: assume so)."""
+    return any(getattr(node.meta.get("example_value"), "requires_grad", True) for node in match.returning_nodes)
+
+
 def no_in_place_write(match: InternalMatch, graph: torch.fx.Graph, pattern: torch.fx.Graph) -> bool:
     """True if no node between the match's first node and where its replacement goes writes in place into one of
     the match's inputs (x, weight or bias), directly or through a view of it: the fused op, put after that write,
-    would read the written value."""
+    would read the written value.
+
+    When autograd records the fused op, the window runs to the graph's end: the op saves x, weight and bias for
+    its backward, and a later write into one of them makes that backward fail ("modified by an inplace
+    operation"), where eager's Linear + GELU saved less (never the bias; x only when the weight requires grad,
+    the weight only when x does)."""
     inputs = _views_of({node for node in match.placeholder_nodes if isinstance(node, torch.fx.Node)}, graph)
-    return not any(_writes_in_place(node, inputs) for node in _between_match_and_insertion(match, graph))
+    window = _between_match_and_insertion(match, graph, to_the_end=_recorded_by_autograd(match))
+    return not any(_writes_in_place(node, inputs) for node in window)
 
 
 FILTERS = [no_grad_mode_switch, no_in_place_write]

@@ -269,14 +269,19 @@ def gradients(attempt: ModuleType, case: dict) -> dict:
             "backward_ops": dict(seen.ops)}
 
 
-def gradients_of_two_calls(attempt: ModuleType, first: dict, second: dict) -> list[dict]:
+def gradients_of_two_calls(attempt: ModuleType, first: dict, second: dict, shared_weight: bool = False,
+                           op: Optional[Callable] = None) -> list[dict]:
     """Two calls of the attempt's linear_gelu (two layers), then one backward of the sum of both losses: each
-    call's output and gradients. Each call's gradients depend on that call alone."""
-    op = custom_op(attempt, "linear_gelu")
+    call's output and gradients. Each call's gradients depend on that call alone. With `shared_weight`, the
+    second call reuses the first call's weight tensor (tied layers): its gradient, in both results, is the sum
+    of both calls'. `op` replaces the attempt's op (the checks pass eager F.gelu(F.linear(...)) for the answer)."""
+    op = op or custom_op(attempt, "linear_gelu")
     calls = []
-    for raw in (first, second):
+    for i, raw in enumerate((first, second)):
         case = _as_case(raw)
         x, weight, bias = case.tensors(requires_grad=True)
+        if shared_weight and i == 1:
+            weight = calls[0][1]
         calls.append((x, weight, bias, op(x, weight, bias, case.approximate)))
     total = sum((out * _grad_weights(out)).sum().double() for *_, out in calls)
     total.backward()
@@ -429,7 +434,12 @@ PAIR_INPUT_WRITES = {  # katas.common.strategies.PAIR_INPUT_WRITES: into w, b (z
     "w.t().mul_(0.5)": lambda v: v["w"].t().mul_(0.5),
     "b[1:].zero_()": lambda v: v["b"][1:].zero_(),
     "torch.transpose(w, 0, 1).mul_(0.5)": lambda v: torch.transpose(v["w"], 0, 1).mul_(0.5),
+    # chains of views (blind round 3): a view of a view writes into the input all the same
+    "t[0].view(-1).mul_(0.5)": lambda v: v["t"][0].view(-1).mul_(0.5),
+    "w.t()[1:].mul_(0.5)": lambda v: v["w"].t()[1:].mul_(0.5),
+    "b[1:].view(-1)[0:2].zero_()": lambda v: v["b"][1:].view(-1)[0:2].zero_(),
 }
+CHAINED_VIEW_WRITES = ("t[0].view(-1).mul_(0.5)", "w.t()[1:].mul_(0.5)", "b[1:].view(-1)[0:2].zero_()")
 WRITTEN_INPUT = {kind: kind.replace("torch.transpose(", "")[0] for kind in PAIR_INPUT_WRITES}  # "t", "w" or "b"
 NOT_PAIR_INPUT_WRITES = {  # katas.common.strategies.NOT_PAIR_INPUT_WRITES: no write into the pair's inputs
     "u.mul_(2.0)": lambda v: v["u"].mul_(2.0),
@@ -453,11 +463,17 @@ class GradLayout(nn.Module):
     is frozen (eager autograd refuses a backward through a Linear whose saved input was written afterwards). A
     write into w or b (PAIR_INPUT_WRITES) makes the Linear F.linear(t, w, b), w and b copies of fc's parameters
     made first; u (a write into it) and r = relu(t) by nn.ReLU() are made when a step uses them, and every one of
-    these is read by the returned value."""
+    these is read by the returned value.
+
+    A fifth element of the layout (blind round 3), `trains`, names which of the pair's inputs require grad, among
+    "x", "w", "b": the pair is then always F.linear(t, w, b), t = x * 1 (or x.detach().clone() without "x"), w and
+    b copies of fc's parameters, which require grad as `trains` says, and no write freezes anything. Eager's
+    backward must still work (the checks skip a layout where it does not)."""
 
     def __init__(self, layout: tuple) -> None:
         super().__init__()
-        _, steps, form, _seed = layout
+        steps, form = layout[1], layout[2]
+        self.trains = tuple(layout[4]) if len(layout) > 4 else None
         self.fc = nn.Linear(4, 5)
         self.act = Pair.FORMS[form]
         self.head, self.tail, self.other = nn.Linear(5, 3), nn.Linear(5, 3), nn.Linear(4, 3)
@@ -466,7 +482,11 @@ class GradLayout(nn.Module):
         self.copies = any(WRITTEN_INPUT.get(kind) in ("w", "b") for kind in kinds)  # F.linear(t, w, b)
         self.uses_u, self.uses_relu = "u.mul_(2.0)" in kinds, "nn.ReLU()(t)" in kinds
         self.relu = nn.ReLU()
-        if self.writes:
+        if self.trains is not None:
+            self.copies = True
+            self.fc.weight.requires_grad_("w" in self.trains)
+            self.fc.bias.requires_grad_("b" in self.trains)
+        elif self.writes:
             self.fc.requires_grad_(False)
         runs: list[tuple[bool, list[str]]] = []
         for kind, grad_on in steps:
@@ -495,7 +515,10 @@ class GradLayout(nn.Module):
             IN_PLACE_WRITES[kind](t)
 
     def forward(self, x):
-        t = x.detach().clone() if self.writes else x
+        if self.trains is not None:
+            t = x * 1 if "x" in self.trains else x.detach().clone()
+        else:
+            t = x.detach().clone() if self.writes else x
         values: dict = {"out": None, "t": t, "relu": self.relu}
         if self.copies:
             values["w"], values["b"] = self.fc.weight * 1, self.fc.bias * 1
@@ -513,7 +536,7 @@ class GradLayout(nn.Module):
         for name in ("w", "b", "u", "r"):
             if name in values:
                 out = out + values[name].sum()
-        return out + t.sum() if self.writes else out
+        return out + t.sum() if self.writes or self.trains is not None else out
 
 
 RECIPES: dict[str, Callable[[], nn.Module]] = {
@@ -626,7 +649,10 @@ def rewrite(attempt: ModuleType, recipe: Any) -> dict:
     returned = attempt.fuse_with_rewriter(gm)
     after = _targets(gm, names)
     code = gm.code
-    ran = _run_and_backward(model, compiled, x)
+    try:
+        ran = _run_and_backward(model, compiled, x)
+    except RuntimeError as exc:  # e.g. a fused op whose saved input a later node wrote: its backward fails
+        ran = {"outputs": [], "grads": {}, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:400]}"}
     if len(graphs) != 1:
         raise RuntimeError("kata 7 probe: running the rewritten graph made Dynamo capture a new one")
     calls = OpRecorder()

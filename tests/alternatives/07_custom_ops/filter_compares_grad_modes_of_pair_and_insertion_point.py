@@ -138,9 +138,12 @@ def no_in_place_write(match, original_graph, pattern_graph) -> bool:
                                                         "narrow", "select", "unsqueeze", "squeeze", "flatten"):
             inputs.add(n)
     readers = {u for r in match.returning_nodes for u in r.users}
+    # autograd records the fused op (its output requires grad): it saves x, weight and bias, so a write after the
+    # first reader breaks its backward too; look to the graph's end
+    recorded = any(getattr(r.meta.get("example_value"), "requires_grad", True) for r in match.returning_nodes)
     started = False
     for n in original_graph.nodes:
-        if n in readers:
+        if n in readers and not recorded:
             break
         started = started or n in inner
         if started and n.kwargs.get("out") in inputs:

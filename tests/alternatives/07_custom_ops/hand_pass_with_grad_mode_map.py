@@ -7,7 +7,9 @@
   rewriter must refuse, a pair inside a no_grad block whose reader is after it and a pair whose reader is inside a
   later block, which the lesson allows.
 - It fuses where the GELU was, so only an in-place write into the Linear's input between the Linear and the GELU
-  can change what the fused op reads: such a pair is refused (a write after the GELU is harmless here).
+  can change what the fused op reads: such a pair is refused. A write after the GELU changes no value, but when
+  autograd records the pair (the GELU's example value requires grad) the fused op saves its inputs for backward:
+  any later write into one refuses it too.
 - The backend: aot_autograd with make_boxed_func compilers, fused first.
 """
 from __future__ import annotations
@@ -136,7 +138,11 @@ def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
         if len(linear.users) != 1 or modes[linear] != modes[gelu]:
             continue
         inputs = [a for a in (*linear.args, *linear.kwargs.values()) if isinstance(a, torch.fx.Node)]
-        if any(order[linear] < at < order[gelu] and _memory_of(written) in inputs for at, written in writes):
+        # fused where the GELU was, the op reads its inputs there; when autograd records it (its output requires
+        # grad), it also saves them for backward, so a write anywhere after the Linear breaks that backward
+        recorded = getattr(gelu.meta.get("example_value"), "requires_grad", True)
+        end = len(order) if recorded else order[gelu]
+        if any(order[linear] < at < end and _memory_of(written) in inputs for at, written in writes):
             continue
         pairs.append((linear, gelu))
     for linear, gelu in pairs:

@@ -140,6 +140,8 @@ def no_in_place_write(match, original_graph, pattern_graph) -> bool:
     start = min(order[n] for n in inner)
     readers = [u for r in match.returning_nodes for u in r.users]
     stop = min(order[u] for u in readers) if readers else max(order[r] for r in match.returning_nodes) + 1
+    if any(getattr(r.meta.get("example_value"), "requires_grad", True) for r in match.returning_nodes):
+        stop = len(order)  # autograd records the fused op: it saves its inputs, so a later write breaks backward
     values = [v for v in match.placeholder_nodes if isinstance(v, torch.fx.Node)]
     for value in values:  # grows with every view of an input (t[0], t.view(-1), w.t()): it writes there too
         for user in value.users:

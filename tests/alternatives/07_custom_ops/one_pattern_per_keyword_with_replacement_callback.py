@@ -112,6 +112,8 @@ def _no_write_until_insertion(match, graph, pattern) -> bool:
     inner = [n for n in match.nodes_map.values() if n not in match.placeholder_nodes]
     first = min(position[n] for n in inner)
     insert_at = min(position[u] for n in match.returning_nodes for u in n.users)
+    if any(getattr(n.meta.get("example_value"), "requires_grad", True) for n in match.returning_nodes):
+        insert_at = len(position)  # recorded by autograd: the fused op saves x, w, b; a later write breaks backward
     inputs = [n for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)]
     return not any(first < position[n] < insert_at and _viewed(_in_place_target(n)) in inputs for n in graph.nodes)
 

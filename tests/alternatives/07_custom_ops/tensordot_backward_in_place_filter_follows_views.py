@@ -199,6 +199,8 @@ def no_in_place_write(match, original_graph, pattern_graph) -> bool:
     inputs = {root(n) for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)}
     start = nodes.index(_matched_nodes(match, original_graph)[0])
     stop = nodes.index(_insertion_point(match, original_graph))
+    if any(getattr(n.meta.get("example_value"), "requires_grad", True) for n in match.returning_nodes):
+        stop = len(nodes)  # autograd records the fused op, which saves x, w and b: a later write breaks its backward
     for n in nodes[start:stop]:
         if any(root(w) in inputs for w in _writes_into(n)):
             return False
