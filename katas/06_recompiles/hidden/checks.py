@@ -50,6 +50,8 @@ class Seen:
     kind: str  # compile | reuse | eager
     symbolic: tuple[str, ...]
     guard_failures: tuple[str, ...]  # Dynamo's words for each cached graph that refused this call
+    ties: tuple[tuple[str, ...], ...] = ()  # compile: the inputs that share one symbol (duck sizing), per symbol
+    graph: int | None = None  # compile or reuse: the index of the graph that ran the call, in compile order
 
 
 def call_text(call: tuple) -> str:
@@ -57,17 +59,22 @@ def call_text(call: tuple) -> str:
     return f"f(x: {tuple(shape)} {dtype}, n={n})"
 
 
-def _symbolic_inputs(gm: torch.fx.GraphModule) -> tuple[str, ...]:
-    names = set()
+def _symbolic_inputs(gm: torch.fx.GraphModule) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The inputs a Dynamo graph keeps symbolic, read from its placeholders, and the groups of them that share one
+    symbol (duck sizing: `l_x_` of size (s77, s77) ties x.0 to x.1)."""
+    by_symbol: dict[str, list[str]] = {}
     for node in gm.graph.nodes:
         if node.op != "placeholder":
             continue
         value = node.meta.get("example_value")
         if isinstance(value, torch.Tensor) and node.name == "l_x_":
-            names |= {f"x.{i}" for i, size in enumerate(value.shape) if isinstance(size, torch.SymInt)}
+            for i, size in enumerate(value.shape):
+                if isinstance(size, torch.SymInt):
+                    by_symbol.setdefault(str(size), []).append(f"x.{i}")
         elif node.name == "l_n_" and isinstance(value, torch.SymInt):
-            names.add("n")
-    return tuple(sorted(names))
+            by_symbol.setdefault(str(value), []).append("n")
+    names = tuple(sorted(name for group in by_symbol.values() for name in group))
+    return names, tuple(sorted(tuple(sorted(group)) for group in by_symbol.values() if len(group) > 1))
 
 
 def measure(calls: Sequence[tuple], dynamic: bool | None) -> list[Seen]:
@@ -87,9 +94,12 @@ def measure(calls: Sequence[tuple], dynamic: bool | None) -> list[Seen]:
             compiled(torch.ones(*shape, dtype=getattr(torch, dtype)), n)
             reasons = [str(r) for v in failures.values() for r in v][before_failures:]
             if len(graphs) > before_graphs:
-                seen.append(Seen("compile", graphs[-1], tuple(reasons)))
+                symbolic, ties = graphs[-1]
+                seen.append(Seen("compile", symbolic, tuple(reasons), ties, len(graphs) - 1))
+            elif len(ran) > before_ran:
+                seen.append(Seen("reuse", (), tuple(reasons), (), ran[-1]))
             else:
-                seen.append(Seen("reuse" if len(ran) > before_ran else "eager", (), tuple(reasons)))
+                seen.append(Seen("eager", (), tuple(reasons)))
     torch._dynamo.reset()
     return seen
 
@@ -98,6 +108,70 @@ def _shown(kind: str | None, symbolic: Sequence[str] | None) -> str:
     if kind != "compile":
         return str(kind)
     return f"compile ({', '.join(symbolic) + ' symbolic' if symbolic else 'all static'})"
+
+
+def _shown_dynamo(seen: Seen, compiled_at: dict[int, int]) -> str:
+    """What Dynamo did on a call, with what a prediction's kind and set cannot show: the inputs that share one
+    symbol in a new graph, and which earlier graph (by the call that compiled it) served a reuse."""
+    if seen.kind == "compile" and seen.ties:
+        shared = "; ".join(" = ".join(group) for group in seen.ties)
+        return f"compile ({', '.join(seen.symbolic)} symbolic; {shared} share one symbol)"
+    if seen.kind == "reuse" and seen.graph in compiled_at:
+        return f"reuse (the graph of call {compiled_at[seen.graph]})"
+    return _shown(seen.kind, seen.symbolic)
+
+
+def _value(call: tuple, name: str) -> int:
+    shape, n, _ = call
+    return n if name == "n" else shape[int(name[2:])]
+
+
+def _accepts(graph_call: tuple, graph: Seen, call: tuple, ties: bool = True) -> bool:
+    """Whether the graph Dynamo compiled for `graph_call` accepts `call` (README.md, rule 2), with or without its
+    duck-sizing guards (the inputs that share a symbol stay equal)."""
+    if call[2] != graph_call[2] or len(call[0]) != len(graph_call[0]):
+        return False
+    for name in [f"x.{i}" for i in range(len(call[0]))] + ["n"]:
+        if name not in graph.symbolic:
+            if _value(call, name) != _value(graph_call, name):
+                return False
+        elif name != "n" and _value(call, name) < 2:
+            return False
+    return not ties or all(len({_value(call, name) for name in group}) == 1 for group in graph.ties)
+
+
+def _deciding_rule(calls: Sequence[tuple], truth: Sequence[Seen], index: int) -> str:
+    """When one side compiled and the other reused call `index` (0-based), and every earlier call agreed, the
+    graphs on both sides keep the same inputs symbolic: what decided is often which of them share a symbol (rule
+    6). Say so, from Dynamo's own graphs, when it did."""
+    call, seen = calls[index], truth[index]
+    made = [(i + 1, calls[i], s) for i, s in enumerate(truth[:index]) if s.kind == "compile"]
+    if seen.kind == "compile":
+        for at, graph_call, graph in made:
+            if _accepts(graph_call, graph, call, ties=False) and not _accepts(graph_call, graph, call):
+                group = next(g for g in graph.ties if len({_value(call, name) for name in g}) > 1)
+                return (f"\nWhat decided: Dynamo's graph of call {at} gives {' and '.join(group)} one symbol (they "
+                        f"were equal there, and Dynamo had not seen them change at a compile before: duck sizing, "
+                        f"rule 6), so it guards that they stay equal, and in this call they differ. Rule 2: a graph "
+                        f"accepts a call only if the sizes that share a symbol are equal to each other.")
+        return ""
+    if seen.kind != "reuse" or seen.graph is None or seen.graph >= len(made):
+        return ""
+    at, graph_call, graph = made[seen.graph]
+    apart = [(a, b) for i, a in enumerate(graph.symbolic) for b in graph.symbolic[i + 1:]
+             if _value(graph_call, a) == _value(graph_call, b) and _value(call, a) != _value(call, b)
+             and not any(a in g and b in g for g in graph.ties)]
+    if not apart:
+        return ""
+    a, b = apart[0]
+    if "n" in (a, b):
+        return (f"\nWhat decided: Dynamo served it with the graph of call {at}, in which {a} and {b} were equal but "
+                f"have a symbol each: rule 6, n never shares a symbol with a size, so nothing guards that they stay "
+                f"equal.")
+    return (f"\nWhat decided: Dynamo served it with the graph of call {at}, in which {a} and {b} were equal but have "
+            f"a symbol each, so nothing guards that they stay equal: rule 6, once Dynamo has seen a dimension change "
+            f"(at a compile; a change to 0 or 1 and a change of rank count), that dimension gets a symbol of its own "
+            f"in every later graph.")
 
 
 def _reasons(seen: Seen) -> str:
@@ -140,12 +214,15 @@ def compare_predictions(ctx, calls: Sequence[tuple], dynamic: bool | None, lesso
                f"`symbolic`.")
         mine = (item["kind"], tuple(item["symbolic"]) if item["kind"] == "compile" else ())
         if mine != (seen.kind, seen.symbolic):
-            done = "\n".join(f"  call {i}: {call_text(c)} -> {_shown(s.kind, s.symbolic)}"
+            compiled_at = {s.graph: i for i, s in enumerate(truth, start=1) if s.kind == "compile"}
+            done = "\n".join(f"  call {i}: {call_text(c)} -> {_shown_dynamo(s, compiled_at)}"
                              for i, (c, s) in enumerate(zip(calls[:index - 1], truth), start=1))
+            rule = _rule_broken(mine[0], seen.kind, lesson)
             raise CheckFailed(
                 f"{head}\n" + (f"{done}\n" if done else "")
                 + f"call {index}: {call_text(calls[index - 1])}: you predicted {_shown(*mine)}; Dynamo did "
-                f"{_shown(seen.kind, seen.symbolic)}.{_reasons(seen)}\n{_rule_broken(mine[0], seen.kind, lesson)}"
+                f"{_shown_dynamo(seen, compiled_at)}.{_reasons(seen)}"
+                + (_deciding_rule(calls, truth, index - 1) if rule == ACCEPTING else "") + f"\n{rule}"
                 + ("\nYour predict() called torch.compile. The checks run it with torch.compile forced to run eagerly "
                    "(set_stance('force_eager')): a prediction comes from the rules, not from Dynamo."
                    if got.get("called_torch_compile") else ""))
@@ -158,7 +235,8 @@ DYNAMIC = ("README.md, 'Predict': with dynamic=True every input is symbolic from
            "and 1; equal sizes share a symbol unless a recompile has already seen them differ.")
 ACCEPTING = ("README.md, 'Predict', rules 1 and 2: a call is served by any cached graph that accepts it: the same "
              "dtype and rank, each static size and static n equal, each symbolic size at least 2 (never 0 or 1), "
-             "any value of a symbolic n. Only when no cached graph accepts it is a new graph compiled.")
+             "sizes that share a symbol (duck sizing, rule 6) equal to each other, any value of a symbolic n. Only "
+             "when no cached graph accepts it is a new graph compiled.")
 LIMIT = ("README.md, 'Predict', rule 1: a new graph is compiled only while fewer than 8 are cached; then a call "
          "no cached graph accepts runs eagerly.")
 ZERO_ONE = ("README.md, 'Predict', rule 3: sizes 0 and 1 are never symbolic: a dimension of size 0 or 1 in the call "
@@ -326,6 +404,19 @@ def sizes_0_and_1_stay_static(ctx):
 
 
 @CHECKS.check(stage="automatic", weight=2)
+def a_change_to_0_or_1_marks_the_dimension(ctx):
+    """a size changed to 0 or 1 is static in its own graph but marks its dimension, under dynamic=None and True"""
+    lesson = ("README.md, 'Predict', rule 5: a change to 0 or 1 is a change too: the graph compiled for it is static "
+              "at that size (rule 3), but the dimension is marked dynamic for good, so it is symbolic in a later "
+              "graph at a size of 2 or more, and under dynamic=True it gets a symbol of its own (rule 6).")
+    # a recompile by n or by dtype back at the first sizes: only the memory of the change to 0 or 1 decides
+    compare_predictions(ctx, calls_of((2, 4), (1, 4), ((2, 4), 2)), None, lesson)
+    compare_predictions(ctx, calls_of((3, 4), (3, 0), ((3, 4), 1, "float16")), None, lesson)
+    compare_predictions(ctx, calls_of((3, 3), (1, 3), ((3, 3), 1, "float16"), ((3, 4), 1, "float16")), True, lesson)
+    compare_predictions(ctx, calls_of((3, 3), (3, 0), ((3, 3), 1, "float16"), ((4, 3), 1, "float16")), True, lesson)
+
+
+@CHECKS.check(stage="automatic", weight=2)
 def changed_int_becomes_symbolic(ctx):
     """dynamic=None: an int that changes becomes symbolic, and a symbolic int takes 0 and 1 too"""
     calls = calls_of(((2, 4), 2), ((2, 4), 3), ((2, 4), 1), ((2, 4), 0), ((3, 4), 0))
@@ -371,12 +462,17 @@ def equal_sizes_share_a_symbol(ctx):
 
 @CHECKS.check(stage="dynamic", weight=2)
 def sizes_seen_changing_get_their_own_symbol(ctx):
-    """sizes Dynamo has seen change get a symbol each, never a shared one, under dynamic=None and dynamic=True"""
-    lesson = ("README.md, 'Predict', rule 6: a dimension Dynamo has seen change gets a symbol of its own; only sizes "
-              "made symbolic up front by dynamic=True share a symbol when equal.")
+    """sizes Dynamo has seen change (a rank change changes them all) get a symbol each, under dynamic=None and True"""
+    lesson = ("README.md, 'Predict', rule 6: a dimension Dynamo has seen change gets a symbol of its own, and a change "
+              "of rank changes every dimension (rule 5); only sizes made symbolic up front by dynamic=True share a "
+              "symbol when equal.")
     compare_predictions(ctx, calls_of((3, 3), (4, 4), (4, 5), (6, 6)), None, lesson)
     calls = calls_of((3, 3), ((4, 4), 1, "float16"), ((5, 6), 1, "float16"), ((5, 6), 2))
     compare_predictions(ctx, calls, True, lesson)
+    # dynamic=True, a rank change to equal sizes, then they differ: up, down, and equal only in the new dimensions
+    compare_predictions(ctx, calls_of((3, 3), (3, 3, 3), (3, 4, 5)), True, lesson)
+    compare_predictions(ctx, calls_of((3, 3, 3), (3, 3), (3, 4)), True, lesson)
+    compare_predictions(ctx, calls_of((4,), (2, 3, 3), (2, 3, 5)), True, lesson)
 
 
 @CHECKS.check(stage="dynamic", weight=3)
@@ -524,10 +620,14 @@ def _floor_hint(x: torch.Tensor, got, want: torch.Tensor) -> str:
     for row in range(x.shape[0]):
         if not torch.allclose(got[row], want[row], rtol=1e-5, atol=1e-6):
             norm = torch.linalg.vector_norm(x[row]).item()
-            longer = torch.linalg.vector_norm(got[row]).item() > torch.linalg.vector_norm(want[row]).item()
+            length = torch.linalg.vector_norm(got[row]).item()
+            longer = length > torch.linalg.vector_norm(want[row]).item()
+            divisor = f"by about {norm / length:.3g}" if length > 0 else "by more"
             side = ("longer than the suspect's: your floor is below 1e-6 or missing (F.normalize's default eps is "
-                    "1e-12)" if longer else "shorter than the suspect's: your floor is above 1e-6 on the norm (a "
-                    "floor of 1e-6 on the squared norm is 1e-3 on the norm)")
+                    "1e-12)" if longer else f"shorter than the suspect's: your code divided it {divisor}, the "
+                    f"suspect by max(norm, 1e-6) = {max(norm, 1e-6):.3g}. Two usual causes: a floor above 1e-6 on "
+                    f"the norm (a floor of 1e-6 on the squared norm is 1e-3 on the norm), or an eps added to every "
+                    f"norm (x / (norm + 1e-6)), which shortens every row of a tiny norm")
             return (f"\nREADME.md, 'Fix': the floor is 1e-6 on each row's norm. Row {row} (input norm {norm:.3g}) came "
                     f"out {side}.")
     return ""

@@ -7,6 +7,7 @@ FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
 KILLED_BY = (
+    'a_change_to_0_or_1_marks_the_dimension',
     'changed_int_becomes_symbolic',
     'duck_sizing_in_every_graph',
     'equal_sizes_share_a_symbol',

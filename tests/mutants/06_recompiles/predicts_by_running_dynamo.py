@@ -11,6 +11,7 @@ FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
 KILLED_BY = (
+    'a_change_to_0_or_1_marks_the_dimension',
     'changed_int_becomes_symbolic',
     'changed_rank_makes_every_dimension_symbolic',
     'changed_size_becomes_symbolic',

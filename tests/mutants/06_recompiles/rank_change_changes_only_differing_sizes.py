@@ -14,6 +14,7 @@ KILLED_BY = (
     'changed_rank_makes_every_dimension_symbolic',
     'random_calls_automatic',
     'random_reuses_and_recompiles_every_setting',
+    'sizes_seen_changing_get_their_own_symbol',
 )
 
 

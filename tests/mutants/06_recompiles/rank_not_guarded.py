@@ -15,6 +15,7 @@ KILLED_BY = (
     'random_calls_automatic',
     'random_calls_dynamic',
     'random_reuses_and_recompiles_every_setting',
+    'sizes_seen_changing_get_their_own_symbol',
     'static_graph_per_shape_dtype_and_int',
 )
 

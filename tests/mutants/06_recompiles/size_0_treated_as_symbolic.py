@@ -11,6 +11,7 @@ FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
 KILLED_BY = (
+    'a_change_to_0_or_1_marks_the_dimension',
     'random_calls_automatic',
     'random_calls_dynamic',
     'random_reuses_and_recompiles_every_setting',

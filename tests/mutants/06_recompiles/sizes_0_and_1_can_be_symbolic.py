@@ -8,6 +8,7 @@ FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
 KILLED_BY = (
+    'a_change_to_0_or_1_marks_the_dimension',
     'changed_rank_makes_every_dimension_symbolic',
     'random_calls_automatic',
     'random_calls_dynamic',

@@ -7,7 +7,13 @@ Call, Outcome, predict, BucketedNPU = _ref.Call, _ref.Outcome, _ref.predict, _re
 FixedDecayingHead, FixedRunningMean, fixed_rowwise_normalize = (
     _ref.FixedDecayingHead, _ref.FixedRunningMean, _ref.fixed_rowwise_normalize)
 
-KILLED_BY = ('changed_rank_makes_every_dimension_symbolic', 'random_calls_automatic', 'random_calls_dynamic', 'sizes_0_and_1_stay_static')
+KILLED_BY = (
+    'changed_rank_makes_every_dimension_symbolic',
+    'random_calls_automatic',
+    'random_calls_dynamic',
+    'sizes_0_and_1_stay_static',
+    'sizes_seen_changing_get_their_own_symbol',
+)
 
 _right_accepts = _ref._Graph.accepts
 
