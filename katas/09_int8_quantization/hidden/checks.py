@@ -179,8 +179,11 @@ def quantizer_annotates_linears_and_adds(ctx):
                 for position in ("0", "1"):  # `z + z` reads one node twice: one annotation covers both
                     spec = node["inputs"].get(position)
                     why = activation_problem(spec)
-                    expect(why is None, f"input {position} of {where}: {why}. The int8 add reads two int8 tensors. "
-                                        f"README.md, 'The add'.")
+                    expect(why is None, f"input {position} of {where}: {why}. The int8 add reads two int8 tensors"
+                                        + (": here both are one node (z + z), still an add of two tensors, so "
+                                           "annotate its one input once, with the activation spec"
+                                           if node["args_same"] else "")
+                                        + ". README.md, 'The add'.")
                     expect(spec["kind"] != "shared" or spec.get("edge") != [spec.get("source"), node["name"]],
                            f"input {position} of {where} is annotated with SharedQuantizationSpec(({spec.get('source')}, "
                            f"{node['name']})): the edge it is on, shared with itself, so no observer is ever made "
@@ -241,7 +244,10 @@ def relu_rides_on_its_linear(ctx):
                        f"{_spec_text(relu['inputs'].get('0'))} and the relu's output with "
                        f"{_spec_text(relu['output'])}. Annotate the pair as one pattern: the linear's inputs, and the "
                        f"output on the relu, nothing between them. Then no quantize sits between them and the int8 "
-                       f"linear applies the relu itself.{between} README.md, 'Patterns'.")
+                       f"linear applies the relu itself.{between}"
+                       + (f" The relu's own readers ({len(relu['users'])} here) do not matter: only the linear "
+                          f"must have one user." if len(relu["users"]) > 1 else "")
+                       + " README.md, 'Patterns'.")
             else:
                 users = [by_name.get(u, {"target": u})["target"] for u in node["users"]]
                 expect(activation_problem(node["output"]) is None,
@@ -511,6 +517,40 @@ def not_patterns(given: list[dict]) -> list[str]:
     return reasons
 
 
+def left_hints(left: list[str], by_name: dict, lowered: list[str]) -> str:
+    """What the patterns a lowering left float have in common that a guard may have taken for a reason: an in-place
+    relu_ or add_, a quantize with several readers, a weight on [-128, 127] (when no such weight was lowered: then
+    the range is not the reason). `lowered`: the patterns it did lower."""
+    hints = []
+    in_place = [f"{name}'s {op['name']} ({op['target']})" for name in left
+                for op in [fused_relu(by_name[name], by_name) or by_name[name]]
+                if op["target"] in ("aten.relu_.default", "aten.add_.Tensor")]
+    if in_place:
+        hints.append(f"In place: {', '.join(in_place)}. The in-place forms are the same patterns as aten.relu and "
+                     f"aten.add.Tensor: match (and fuse) them the same way (README.md, 'In-place forms are the "
+                     f"same patterns').")
+    shared = []
+    for name in left:
+        end = fused_relu(by_name[name], by_name) or by_name[name]
+        q = by_name.get(end["users"][0]) if len(end["users"]) == 1 else None
+        if q is not None and len(q["users"]) > 1:
+            shared.append(f"{q['name']} ({len(q['users'])} readers)")
+    if shared:
+        hints.append(f"Quantize nodes with several readers end these patterns: {', '.join(shared)}. That is still one "
+                     f"pattern: q.replace_all_uses_with(int8 op) moves every reader to the int8 op.")
+
+    def wide(names: list[str]) -> list[str]:
+        return [by_name[name]["args"][1] for name in names if by_name[name]["target"] == "aten.linear.default"
+                and by_name.get(by_name[name]["args"][1], {}).get("target") == DEQUANTIZE_PER_CHANNEL
+                and by_name[by_name[name]["args"][1]]["args"][4] == -128]
+
+    if wide(left) and not wide(lowered):
+        hints.append(f"Their weights ({', '.join(wide(left))}) are quantized on [-128, 127], which the lesson "
+                     f"allows: the int8 unit reads any int8 code, so judge a weight by its dtype, axis and zero "
+                     f"points, not by its quant_min and quant_max.")
+    return "".join(" " + hint for hint in hints)
+
+
 def count_problem(given: list[dict] | None, lowered: list[dict]) -> str:
     """Which of the given graph's linears and adds the lowering took or left against the lesson's guards."""
     if given is None:
@@ -530,8 +570,7 @@ def count_problem(given: list[dict] | None, lowered: list[dict]) -> str:
         text += (f" Left in float though each is an int8 pattern of the graph it was given (int8 dequantize -> op "
                  f"-> one int8 per-tensor quantize, weights int8 per output channel with zero points 0, an add's "
                  f"inputs of one scale and zero point): {', '.join(left)}. A guard refused a pattern the lesson "
-                 f"lowers; a quantize with several readers is still one pattern (q.replace_all_uses_with moves "
-                 f"every reader to the int8 op).")
+                 f"lowers.{left_hints(left, by_name, [n for n in accepted if n not in names])}")
         if delayed:
             text += (f" In the graph, {'; '.join(delayed)}, its only user: find a linear's relu among its users "
                      f"(node.users), not as the next node.")
@@ -573,10 +612,16 @@ def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what:
                         f"first: {refused[0] if refused else ''}. README.md, 'What the int8 unit runs'.")
     ran = DEVICE.stats.ops_run
     runs = len(probes.EVAL_BATCHES)
+    stale = (ran["int8_linear"], ran["int8_add"]) == (0, 0) and linears + adds > 0
     expect((ran["int8_linear"], ran["int8_add"]) == (linears * runs, adds * runs),
            f"running {what} of {model_text(recipe)} {runs} times launched {ran['int8_linear']} int8_linear and "
            f"{ran['int8_add']} int8_add on the NPU; its int8 ops make {linears * runs} and {adds * runs}. "
-           f"Call torch.ops.kata.int8_linear / int8_add: they run on the NPU. {DEVICE.stats.summary()}")
+           + ("Its graph holds those int8 nodes, yet calling the module launched none: the module still runs the "
+              "code of its graph before your edits. A GraphModule runs the Python code it generated at its last "
+              "recompile: call gm.recompile() after editing gm.graph, before you return gm. README.md, 'Step 3'. "
+              if stale else
+              "Call torch.ops.kata.int8_linear / int8_add: they run on the NPU. ")
+           + DEVICE.stats.summary())
 
 
 def expect_no_leftovers(recipe, nodes: list[dict], *, what: str) -> None:
@@ -616,29 +661,41 @@ def expect_relus_ride(recipe, seen: dict, *, what: str) -> None:
              f"'Patterns'." if quantized_apart else
              "Your quantized graph has no quantize between them: lower_to_npu_int8 did not fuse the relu (relu=True). "
              "README.md, 'Step 3'.")
+
+    def readers(node: dict) -> int:  # a relu's readers in the quantized graph, through the quantize of its output
+        users = [by_name.get(u, {}) for u in node["users"]]
+        return len(users[0].get("users", [])) if len(users) == 1 and users[0].get("target") == QUANTIZE \
+            else len(users)
+
+    read_twice = [f"{n['name']} ({readers(n)} readers)" for n in seen["quantized_nodes"]
+                  if n["target"] in RELU_TARGETS and n["name"] in quantized_apart and readers(n) > 1]
+    how = (f"The relu's own readers do not matter ({', '.join(read_twice)}): the single-user guard is on the "
+           f"linear, whose only user must be the relu; the int8 op's output then goes to every reader of the relu. "
+           if read_twice else
+           "Export keeps the forward's order, so other nodes may sit between a linear and its relu: find the relu "
+           "among the linear's users (node.users), not as the next node. ")
     raise CheckFailed(
         f"{what} of {model_text(recipe)} still runs {len(left)} relu(s) in float on the CPU "
         f"({', '.join(n['name'] for n in left)}); in the model, {riding} of its {relus} relu(s) are their linear's "
         f"only user, and each of those rides on its linear: the int8 linear applies it, with no quantize between "
-        f"them. Export keeps the forward's order, so other nodes may sit between a linear and its relu: find the "
-        f"relu among the linear's users (node.users), not as the next node. {where}")
+        f"them. {how}{where}")
 
 
 @CHECKS.check(stage="lower", weight=3)
 def every_int8_pattern_becomes_one_int8_op(ctx):
     "lower_to_npu_int8: each dq -> linear [-> relu] -> q and dq -> add -> q is one int8 op on the NPU; same numbers"
     # the weight range the lesson allows, either: [-127, 127] on every model, [-128, 127] on some (WEIGHT_RANGES)
-    cases = [(recipe, "symmetric") for recipe in ("mlp", "no_bias", "residual", "gelu_norm", "two_inputs")]
-    cases += [(recipe, "symmetric_full_range") for recipe in ("mlp", "two_inputs")]
-    cases += [(probes.DELAYED_RELUS[-1], "symmetric")]  # a relu three nodes after its linear, riding on it
-    for recipe, weights in cases:
-        seen, want = _lowered_variant(ctx, recipe, weights=weights)
-        full_range = (" Its weights are quantized symmetric on [-128, 127], which the lesson allows: the int8 unit "
-                      "reads any int8 code, so judge a weight by its dtype, axis and zero points, not its range."
-                      if weights == "symmetric_full_range" else "")
+    # and activations on [-127, 127] (the guards do not look at an activation's range either)
+    cases = [(recipe, {}) for recipe in ("mlp", "no_bias", "residual", "gelu_norm", "two_inputs")]
+    cases += [(recipe, {"weights": "symmetric_full_range"}) for recipe in ("mlp", "two_inputs")]
+    cases += [("residual", {"activations": "int8_narrow"})]
+    cases += [(probes.DELAYED_RELUS[-1], {})]  # a relu three nodes after its linear, riding on it
+    for recipe, variant in cases:
+        seen, want = _lowered_variant(ctx, recipe, **variant)
+        label = {"weights": " (weights on [-128, 127])", "activations": " (activations int8 on [-127, 127])"}
         expect_launches(recipe, seen["nodes"], *probes.patterns_of(recipe),
-                        what="lower_to_npu_int8's graph" + (" (weights on [-128, 127])" if full_range else ""),
-                        given=given_nodes(recipe, weights=weights))
+                        what="lower_to_npu_int8's graph" + "".join(label[k] for k in variant),
+                        given=given_nodes(recipe, **variant))
         expect_like_given(recipe, seen, want)
         expect_no_leftovers(recipe, seen["nodes"], what="lower_to_npu_int8's graph")
         by_name = {n["name"]: n for n in seen["nodes"]}
@@ -705,18 +762,36 @@ def add_of_two_scales_stays_float(ctx):
 
 @CHECKS.check(stage="lower", weight=1)
 def weights_the_int8_linear_cannot_read_stay_float(ctx):
-    "a weight with zero points (per_channel_affine) or with a scale per input channel (ch_axis=1) is not lowered"
-    for recipe, weights, why in (
-            ("mlp", "affine", "quantized per_channel_affine: their zero points are not 0. The int8 linear's weights "
-                              "are symmetric; it has no weight zero point to subtract, so the products come out wrong"),
-            ("gated", "input_channels", "quantized with one scale per input channel (ch_axis=1; two of them are "
-                                        "square, so the scales even come in the right number): the int8 linear "
-                                        "scales each output channel, one scale per row")):
-        seen, want = _lowered_variant(ctx, recipe, weights=weights)
+    "a weight not int8 (int16, uint8), not per output channel (ch_axis=1, per tensor) or with zero points: not lowered"
+    # every property the lesson's guard names, each varied alone: the dtype, the axis and granularity, the zero points
+    stored = ("stored as {dtype} ({how}), though per output channel with zero points all 0: the int8 linear reads "
+              "int8 weights only. Judge a weight's dtype by its dequantize_per_channel's dtype argument (or the "
+              "constant's .dtype), not by its axis and zero points alone, nor by its range")
+    cases = [
+        ("mlp", {"weights": "affine"},
+         "quantized per_channel_affine: their zero points are not 0. The int8 linear's weights are symmetric; it has "
+         "no weight zero point to subtract, so the products come out wrong"),
+        ("gated", {"weights": "input_channels"},
+         "quantized with one scale per input channel (ch_axis=1; two of them are square, so the scales even come in "
+         "the right number): the int8 linear scales each output channel, one scale per row"),
+        ("mlp", {"weights": "per_tensor"},
+         "quantized per tensor (one scale for the whole weight, a dequantize_per_tensor): the int8 linear's weights "
+         "come with a dequantize_per_channel on axis 0, one scale per output channel"),
+        ("mlp", {"weights": "int16"},
+         stored.format(dtype="int16", how="quantized per_channel_symmetric with torch.int16 on [-32767, 32767]")),
+    ]
+    for dtype in probes.WEIGHT_DTYPES:
+        how = ("int8's codes and range [-128, 127] in an int16 tensor" if dtype == "int16" else
+               "codes on [0, 255], zero points 0")
+        cases.append(("mlp", {"edit": f"every weight stored as {dtype}, zero points 0, one scale per output channel"},
+                      stored.format(dtype=dtype, how=how)))
+    for recipe, variant, why in cases:
+        seen, want = _lowered_variant(ctx, recipe, **variant)
         linears = count(seen["nodes"], probes.INT8_LINEAR)
         expect(linears == 0,
                f"lower_to_npu_int8 lowered {linears} linear(s) of {model_text(recipe)} whose weights were {why}. "
-               f"Leave such a pattern in float. README.md, 'Step 3'.")
+               f"A weight is the int8 linear's only when it is int8, per output channel (axis 0) and has zero "
+               f"points all 0; leave any other pattern in float. README.md, 'Step 3' (the guards).")
         expect_like_given(recipe, seen, want)
 
 
@@ -852,7 +927,38 @@ def _high_ratio_cases() -> tuple:
     return tuple(cases)
 
 
-SQNR_CASES += _near_range_cases() + _high_ratio_cases()
+def _float64_step_cases() -> tuple:
+    """float64 pairs whose SQNR comes out another number (inf, nan, 0 dB or an error) when any one step is done in
+    float32: converting the tensors, subtracting, squaring, summing, the power ratio, its log10. Float32 holds
+    magnitudes from 1.4e-45 to 3.4e38 and 24 bits; these pairs step outside that at one step each."""
+    def f64(*values):
+        return torch.tensor(values, dtype=torch.float64)
+
+    top = math.nextafter(1.0, 2.0)
+    return (
+        ("float64 [1e20, 1.0] against [1e20, 1.0 + 2.2e-16] (one float64 ULP on the small element: about 713 dB; "
+         "the power ratio, 5e71, is past float32's largest value)",
+         lambda: (f64(1e20, 1.0), f64(1e20, top)), None),
+        ("float64 [1, 1, 0, 1] against [1, 1, 1e-20, 1] (about 405 dB; the power ratio, 3e40, is past float32's "
+         "largest value, 3.4e38)",
+         lambda: (f64(1.0, 1.0, 0.0, 1.0), f64(1.0, 1.0, 1e-20, 1.0)), None),
+        ("float64 [1e-10, 2e-10] against [1e20, -1e20] (about -596 dB; the power ratio, 2.5e-60, is under "
+         "float32's smallest)",
+         lambda: (f64(1e-10, 2e-10), f64(1e20, -1e20)), None),
+        ("float64 full((16,), 1e19) against it times 1.1 (20 dB; each square fits float32, their sum does not)",
+         lambda: (torch.full((16,), 1e19, dtype=torch.float64), torch.full((16,), 1.1e19, dtype=torch.float64)),
+         None),
+        ("float64 full((8,), 3e-30) against it times 1.1 (20 dB; the squares, 9e-60, are under float32's "
+         "smallest)",
+         lambda: (torch.full((8,), 3e-30, dtype=torch.float64), torch.full((8,), 3.3e-30, dtype=torch.float64)),
+         None),
+        ("float32 full((8,), 3e-30) against it times 1.1 (20 dB; float32 values whose squares are under float32's "
+         "smallest)",
+         lambda: (torch.full((8,), 3e-30), torch.full((8,), 3.3e-30)), None),
+    )
+
+
+SQNR_CASES += _near_range_cases() + _high_ratio_cases() + _float64_step_cases()
 
 
 def sqnr_agrees(value, want: float) -> bool:
@@ -865,15 +971,22 @@ def sqnr_problem(text: str, value, want: float, dtype: torch.dtype) -> str:
     if isinstance(value, str):
         return f"sqnr({text}) raised {value}. README.md, 'Step 4'."
     why, name = "", str(dtype).removeprefix("torch.")
-    if math.isinf(value) and value > 0 and not math.isinf(want) and want > 60:
+    if dtype == torch.float64 and not math.isfinite(value) and math.isfinite(want):
+        why = ((" inf is for exactly equal tensors only (noise exactly 0), and these differ. Unless your code "
+                "returns inf on purpose for them, a step ran in float32." if math.isinf(value) and value > 0 else "")
+               + " The tensors are float64, and every step must stay float64: the subtraction, the squares, their "
+               "sums, the power ratio and its log10. Float32 holds magnitudes from 1.4e-45 to 3.4e38 only (a power "
+               "ratio past 3.4e38 is an SQNR above 385 dB), and torch.tensor(a_number) or .float() makes float32; "
+               "Python floats and math.log10 are float64.")
+    elif math.isinf(value) and value > 0 and not math.isinf(want) and want > 60:
         why = (" inf is for exactly equal tensors only (noise exactly 0), not for near-equal ones, however small "
                "their noise.")
     elif not math.isfinite(value) and math.isfinite(want):
         why = (f" A value overflowed: {name}'s largest is {torch.finfo(dtype).max:.6g}, and the difference of two "
                f"values near it overflows as well as their squares. Convert both tensors to float64 first, then "
-               f"subtract and square.")
+               f"subtract, square and sum, all in float64.")
     elif dtype in (torch.float16, torch.bfloat16):
-        why = f" The tensors are {name}: convert both to float64 first, then subtract and square."
+        why = f" The tensors are {name}: convert both to float64 first, then subtract, square and sum in float64."
     gap = f" ({abs(value - want):.4f} dB off)" if math.isfinite(value) and math.isfinite(want) else ""
     return (f"sqnr({text}) returned {value:.4f}; the signal-to-quantization-noise ratio is {want:.4f} dB{gap} (10 * "
             f"log10 of the reference's power over the difference's power, in float64; the checks allow "

@@ -435,8 +435,8 @@ def spec_exported(recipe: str | MLPSpec) -> torch.fx.GraphModule:
 
 
 def _activation_spec(dtype: str = "int8") -> QuantizationSpec:
-    low, high = {"int8": (-128, 127), "uint8": (0, 255)}[dtype]
-    return QuantizationSpec(dtype=getattr(torch, dtype), quant_min=low, quant_max=high, qscheme=torch.per_tensor_affine,
+    low, high = {"int8": (-128, 127), "uint8": (0, 255), "int8_narrow": (-127, 127)}[dtype]
+    return QuantizationSpec(dtype=getattr(torch, dtype.removesuffix("_narrow")), quant_min=low, quant_max=high, qscheme=torch.per_tensor_affine,
                             is_dynamic=False, observer_or_fake_quant_ctr=MinMaxObserver)
 
 
@@ -446,7 +446,15 @@ WEIGHT_RANGES = {"symmetric": -127, "symmetric_full_range": -128}
 
 def _weight_spec(scheme: str) -> QuantizationSpec:
     """"symmetric" (the device's, on [-127, 127]), "symmetric_full_range" (on [-128, 127]), "affine" (zero points),
-    "input_channels" (a scale per column, ch_axis=1)."""
+    "input_channels" (a scale per column, ch_axis=1), "int16" (per output channel, symmetric, zero points 0, but
+    int16 codes on [-32767, 32767]), "per_tensor" (int8 symmetric, one scale for the whole weight)."""
+    if scheme == "per_tensor":
+        return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
+                                is_dynamic=False, observer_or_fake_quant_ctr=MinMaxObserver)
+    if scheme == "int16":
+        return QuantizationSpec(dtype=torch.int16, quant_min=-32767, quant_max=32767,
+                                qscheme=torch.per_channel_symmetric, ch_axis=0, is_dynamic=False,
+                                observer_or_fake_quant_ctr=PerChannelMinMaxObserver)
     qscheme = torch.per_channel_affine if scheme == "affine" else torch.per_channel_symmetric
     return QuantizationSpec(dtype=torch.int8, quant_min=WEIGHT_RANGES.get(scheme, -127), quant_max=127,
                             qscheme=qscheme,
@@ -458,7 +466,8 @@ class SpecQuantizer(Quantizer):
     """The lesson's rules, with switches for the graphs a lowering must leave alone or handle:
     `share_add=False` quantizes an add's two inputs apart (so their scales differ); `weights="symmetric_full_range"`
     quantizes weights on [-128, 127] (the lesson allows it), `weights="affine"` gives weights zero points, `weights="input_channels"` a scale per column (ch_axis=1); `activations="uint8"`
-    quantizes activations to uint8 (the x86 habit), `activations="float_output"` leaves float the output of the
+    quantizes activations to uint8 (the x86 habit), `activations="int8_narrow"` to int8 on [-127, 127] (still the
+    int8 unit's: the guards do not look at ranges), `activations="float_output"` leaves float the output of the
     linear that makes the model's output, `activations="relu_past_a_second_reader"` lets a relu ride on its linear
     even when the linear has another reader (the single-user guard forgotten: a graph a lowering must not fuse).
     Linear inputs, linear or fused-relu outputs, adds of two tensors."""
@@ -468,7 +477,7 @@ class SpecQuantizer(Quantizer):
         self.share_add, self.weights = share_add, weights
         self.float_output = activations == "float_output"
         self.relu_past_a_second_reader = activations == "relu_past_a_second_reader"
-        self.activation_dtype = "uint8" if activations == "uint8" else "int8"
+        self.activation_dtype = activations if activations in ("uint8", "int8_narrow") else "int8"
 
     def _act(self) -> QuantizationSpec:
         return _activation_spec(self.activation_dtype)
@@ -595,6 +604,25 @@ def retype_to_uint8(gm: torch.fx.GraphModule, which: str) -> None:
     gm.recompile()
 
 
+def retype_weights(gm: torch.fx.GraphModule, dtype: str) -> None:
+    """Every weight's dequantize_per_channel, and the constant it reads, become `dtype` with zero points still 0 and
+    one scale per output channel: "int16" keeps int8's codes and range ([-128, 127], another container), "uint8"
+    stores the codes' absolute values on [0, 255]. Only the dtype is then not the int8 linear's."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not DEQUANTIZE_PER_CHANNEL:
+            continue
+        codes = torch.fx.graph_module._get_attr(gm, node.args[0].target)  # noqa: SLF001
+        if dtype == "uint8":
+            codes, low, high = codes.to(torch.int16).abs().to(torch.uint8), 0, 255
+        else:
+            codes, low, high = codes.to(getattr(torch, dtype)), -128, 127
+        torch.fx.graph_module._assign_attr(codes, gm, node.args[0].target)  # noqa: SLF001
+        args = list(node.args)
+        args[4], args[5], args[6] = low, high, getattr(torch, dtype)
+        node.args = tuple(args)
+    gm.recompile()
+
+
 # Edits of a converted graph that a lowering's guards must see (the int8 add reads ONE scale and zero point; the
 # int8 ops read and write int8 only): name -> (edit, its arguments). checks.py counts the patterns each edited graph
 # still holds by the lesson's guards.
@@ -603,6 +631,7 @@ def retype_to_uint8(gm: torch.fx.GraphModule, which: str) -> None:
 ADD_SCALE_EDITS = {"x1.005": 1.005, "x1.0001": 1.0001, "one float64 ULP larger": "ulp+1",
                    "one float64 ULP smaller": "ulp-1"}
 ADD_INPUT_DTYPES = ("uint8", "int16")  # another container for one input of an add, its scale and zero point kept
+WEIGHT_DTYPES = ("int16", "uint8")  # another container for the weights, their zero points 0 and axis 0 kept
 GUARD_EDITS = {
     "an add's second dequantize: zero point moved by 4, scale kept": (edit_add_second_input, (1.0, 4)),
     **{f"an add's second dequantize: scale {text}, zero point kept": (edit_add_second_input, (how, 0))
@@ -611,6 +640,8 @@ GUARD_EDITS = {
     "the last pattern's output quantized to uint8": (retype_to_uint8, ("last",)),
     **{f"input {position} of an add quantized to {dtype}, its scale and zero point kept":
        (retype_add_input, (position, dtype)) for dtype in ADD_INPUT_DTYPES for position in (0, 1)},
+    **{f"every weight stored as {dtype}, zero points 0, one scale per output channel": (retype_weights, (dtype,))
+       for dtype in WEIGHT_DTYPES},
 }
 
 

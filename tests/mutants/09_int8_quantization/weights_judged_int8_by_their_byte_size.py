@@ -1,0 +1,26 @@
+"""Mistake: a weight counts as int8 when its codes take one byte each (`element_size() == 1`), so a uint8 weight
+with zero points 0 is lowered as if its codes were int8. Lesson: Step 3, the guards: "Its dtype (the
+`dequantize_per_channel`'s last argument): an int16 or uint8 weight is not the int8 linear's"."""
+
+from checker.kit import load_reference
+
+_ref = load_reference("09_int8_quantization", "int8.py")
+KILLED_BY = ('weights_the_int8_linear_cannot_read_stay_float',)
+
+
+def _symmetric_weight(gm, dq):
+    if not _ref._calls(dq, _ref.DEQUANTIZE_PER_CHANNEL):
+        return None
+    weight, scale_node, zero_point_node, axis = dq.args[:4]
+    codes, scales, zero_points = (_ref._attr(gm, n) for n in (weight, scale_node, zero_point_node))
+    if codes is None or codes.element_size() != 1 or axis != 0 or scales is None or zero_points is None:
+        return None
+    if bool(zero_points.any()):
+        return None
+    return weight, scales.to(_ref.torch.float32)
+
+
+_ref._symmetric_weight = _symmetric_weight
+
+NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
+    _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
