@@ -400,6 +400,26 @@ def breaks_in_two_files_in_order(ctx):
 def same_line_in_two_files(ctx):
     "the same line number in two files: two breaks"
     expect_reasons(ctx, "two_files", expect_lines(ctx, "two_files"))
+    # Two files with the same name in different folders are two files: a location's file is the full path.
+    seen = ctx.probe(probes.probe_find_same_name)
+    first, second = seen["co_filenames"]
+    call = "find_graph_breaks(chain(tensor, peak_scaled, peak_scaled))"
+    found = found_in(seen["answer"], call)
+    want = ANNOTATIONS["helper_item"]
+    got = [(f.filename, f.lineno) for f in found]
+    if got == [(first, want.lineno), (second, want.lineno)]:
+        return
+    shown = "\n".join(f"    {f.filename}:{f.lineno}" for f in found) or "    []"
+    head = (f"{call} calls peak_scaled from two modules with the same file name in different folders, first\n"
+            f"    {first}\nthen\n    {second}\nand both break on line {want.lineno} "
+            f"`{source(want.path, want.lineno)}`. Your finder returned\n{shown}\nexpected those two, in that order.\n")
+    names = {os.path.basename(name) for name, _ in got}
+    if len(found) == 1 and names == {"helpers_hidden.py"}:
+        raise CheckFailed(head + "Two files with the same name in different folders are two files: a location is the "
+                                 "pair (filename, lineno) with the filename the full path Dynamo prints. Tell "
+                                 "locations apart by that whole path and the line, not by the file's base name.")
+    raise CheckFailed(head + "Each break's filename is the full path in Dynamo's header 'Graph break in user code at "
+                             "FILE:LINE', unchanged, and two different files are two locations.")
 
 
 # --- stage: state ----------------------------------------------------------------------------------------
@@ -516,6 +536,39 @@ _ROLE_NAMES = {"graph_breaks": "the graph-break loggers", "trace": "torch.__trac
                "hint": "torch._dynamo.variables.tensor", "dynamo": "torch._dynamo"}
 
 
+WARNING_FILTER_TEXT = {
+    "own": "filterwarnings('always', message=\"a user's own warnings filter\", category=UserWarning)",
+    "ignore_torch": "filterwarnings('ignore', module=r'torch\\.')",
+    "ignore_all": "simplefilter('ignore')",
+    "ignore_user_warnings": "filterwarnings('ignore', category=UserWarning)",
+}
+
+
+def _user_settings(hiding: bool) -> st.SearchStrategy[dict]:
+    """A user's logging state as katas.common.strategies draws it (user_logging_settings, or
+    hiding_logging_settings), with two more axes: the user's warnings filters are 0 to 3 of
+    probes.WARNING_FILTER_KINDS in any order (the filters a finder might add itself among them), and, for a hiding
+    user, the hiding may be on torch.__trace instead of (or as well as) the graph-break loggers: a level above
+    DEBUG, `disabled`, a filter dropping every record (first or last of their filters)."""
+
+    @st.composite
+    def draw_settings(draw) -> dict:
+        where = draw(st.sampled_from(("graph_breaks", "trace", "both"))) if hiding else "none"
+        base = draw(hiding_logging_settings() if where in ("graph_breaks", "both") else user_logging_settings())
+        loggers = {role: dict(tweaks) for role, tweaks in base["loggers"].items()}
+        if where in ("trace", "both"):
+            trace = loggers["trace"]
+            hide = draw(st.sets(st.sampled_from(("drop_filter", "disabled", "level")), min_size=1, max_size=3))
+            trace["drop_filter"] = draw(st.sampled_from(("first", "last"))) if "drop_filter" in hide else None
+            trace["disabled"] = trace["disabled"] or "disabled" in hide
+            if "level" in hide:
+                trace["level"] = draw(st.sampled_from((20, 30, 40, 50)))
+        kinds = draw(st.lists(st.sampled_from(tuple(probes.WARNING_FILTER_KINDS)), unique=True, max_size=3))
+        return {**base, "loggers": loggers, "warnings_filter": tuple(kinds)}
+
+    return draw_settings()
+
+
 def describe_user(settings: dict) -> str:
     """A user's logging settings (katas.common.strategies.user_logging_settings, hiding_logging_settings) in
     words."""
@@ -530,8 +583,9 @@ def describe_user(settings: dict) -> str:
                 if tweaks.get("drop_filter") else [])
         if made:
             parts.append(f"{_ROLE_NAMES[role]}: {', '.join(made)}")
-    if settings["warnings_filter"]:
-        parts.append("a warnings filter of their own")
+    kinds = probes.warning_filter_kinds(settings)
+    if kinds:
+        parts.append("warnings filters of their own, front first: " + ", ".join(WARNING_FILTER_TEXT[k] for k in kinds))
     if len(parts) == 1 and not on:
         return "torch's default logging, nothing changed"
     return "; ".join(parts)
@@ -549,7 +603,8 @@ def keeps_users_logging_settings(ctx):
                             "`getEffectiveLevel()`; not torch's defaults). ", settings=settings)
 
     kept(probes.USER_EVERYTHING)
-    fuzz(ctx, user_logging_settings(), kept, describe=describe_user, max_examples=3 if ctx.deep else 1)
+    kept(probes.USER_EVERYTHING_ELSE)
+    fuzz(ctx, _user_settings(hiding=False), kept, describe=describe_user, max_examples=3 if ctx.deep else 1)
 
 
 @CHECKS.check(stage="state", weight=2)
@@ -567,8 +622,9 @@ def finds_breaks_past_users_settings(ctx):
         except CheckFailed as exc:
             raise CheckFailed(
                 f"Before the call, logging was: {describe_user(settings)}.\n{exc}\nThe user's settings hid the "
-                f"reports from your finder. While it collects, it must get past them on each graph-break logger: "
-                f"a level above DEBUG (set DEBUG on each graph-break logger itself, not on a parent), "
+                f"reports from your finder. While it collects, it must get past them on every logger it collects "
+                f"from: each graph-break logger, or torch.__trace if you collect the structured trace there. On "
+                f"that logger itself: a level above DEBUG (set DEBUG on the logger itself, not on a parent), "
                 f"`disabled = True` (set it False), a filter of theirs that drops records (a logger runs its "
                 f"filters in order, before any handler: put a collecting filter first with "
                 f"`logger.filters.insert(0, f)`, so a handler of your own, even with propagate=False, comes too "
@@ -579,7 +635,7 @@ def finds_breaks_past_users_settings(ctx):
                             + f"\n{HOW_TO_RESTORE}")
 
     finds(probes.USER_HIDING)
-    fuzz(ctx, hiding_logging_settings(), finds, describe=describe_user, max_examples=4 if ctx.deep else 1)
+    fuzz(ctx, _user_settings(hiding=True), finds, describe=describe_user, max_examples=4 if ctx.deep else 1)
 
 
 @CHECKS.check(stage="state", weight=1)
@@ -713,6 +769,18 @@ FIXES = (
 FIX_SPECS = {spec.name: spec for spec in FIXES}
 
 
+@contextlib.contextmanager
+def precise_printing():
+    """Tensors printed at 8 decimals inside: at torch's default 4, 1.0 and 0.999984 both read 1.0000, and a
+    learner would see two equal tensors called "not close"."""
+    saved = torch._tensor_str.PRINT_OPTS.precision
+    torch.set_printoptions(precision=8)
+    try:
+        yield
+    finally:
+        torch.set_printoptions(precision=saved)
+
+
 def describe_args(name: str, args: tuple) -> str:
     params = list(inspect.signature(getattr(SUSPECTS, name)).parameters)
     return "\n".join(f"{p} = {a!r}" for p, a in zip(params, args))
@@ -742,10 +810,12 @@ def check_fix(ctx, spec: FixSpec) -> None:
             try:
                 torch.testing.assert_close(got, want, equal_nan=True)
             except AssertionError as exc:
-                raise CheckFailed(f"the graph of fixed_{name}, {which}returned\n{got!r}\nbut suspects.{name} returns"
-                                  f"\n{want!r}\non the same inputs: a fix must not change what the function "
-                                  f"computes.\n({str(exc).strip().splitlines()[0]})\n\nInputs:\n"
-                                  f"{describe_args(name, example)}") from None
+                details = "\n".join(f"  {line.strip()}" for line in str(exc).strip().splitlines() if line.strip())
+                with precise_printing():
+                    message = (f"the graph of fixed_{name}, {which}returned\n{got!r}\nbut suspects.{name} returns"
+                               f"\n{want!r}\non the same inputs: a fix must not change what the function computes "
+                               f"(torch.testing.assert_close):\n{details}\n\nInputs:\n{describe_args(name, example)}")
+                raise CheckFailed(message) from None
             changed = [p for p, a, b in zip(inspect.signature(suspect).parameters, example, after)
                        if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
             if changed:

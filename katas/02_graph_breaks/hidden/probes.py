@@ -205,13 +205,15 @@ LOGGER_ROLES: dict[str, Callable[[], list[logging.Logger]]] = {
 
 # A user who hid the graph-break reports every way at once: a filter of their own that drops every record, first
 # of their two filters (a collecting filter added anywhere after it, even second to last, sees nothing), the
-# loggers disabled, their level at ERROR, and their parent torch._dynamo at ERROR too.
+# loggers disabled, their level at ERROR, and their parent torch._dynamo at ERROR too; and the same on
+# torch.__trace, the structured trace a finder may collect from instead (its level, disabled, a dropping filter).
 USER_HIDING = {
     "set_logs": {},
     "loggers": {
         "graph_breaks": {"level": 40, "propagate": None, "disabled": True, "handler": False, "filter": True,
                          "drop_filter": "first"},
-        "trace": {"level": None, "propagate": None, "disabled": False, "handler": False, "filter": False},
+        "trace": {"level": 40, "propagate": None, "disabled": True, "handler": False, "filter": True,
+                  "drop_filter": "first"},
         "hint": {"level": None, "propagate": None, "disabled": False, "handler": False, "filter": False},
         "dynamo": {"level": 40, "propagate": None, "disabled": False, "handler": False, "filter": False},
     },
@@ -220,18 +222,53 @@ USER_HIDING = {
 
 USERS_WARNING_FILTER = ("always", r"a user's own warnings filter", UserWarning)
 
+# Warnings filters a user may have, by kind: "own" (USERS_WARNING_FILTER), and filters a finder might add itself,
+# which the user may already have: then a bare filterwarnings/simplefilter moves the user's entry to the front (it
+# replaces an equal one), and removing "the one I added" afterwards removes the user's.
+WARNING_FILTER_KINDS: dict[str, tuple[str, dict]] = {
+    "own": ("filterwarnings", {"action": "always", "message": USERS_WARNING_FILTER[1], "category": UserWarning}),
+    "ignore_torch": ("filterwarnings", {"action": "ignore", "module": r"torch\."}),
+    "ignore_all": ("simplefilter", {"action": "ignore"}),
+    "ignore_user_warnings": ("filterwarnings", {"action": "ignore", "category": UserWarning}),
+}
+
+
+def warning_filter_kinds(settings: dict) -> tuple[str, ...]:
+    """The user's warnings filters, front first: settings["warnings_filter"] is a tuple of WARNING_FILTER_KINDS
+    names, or a bool (True: their own filter only)."""
+    value = settings.get("warnings_filter")
+    if isinstance(value, bool):
+        return ("own",) if value else ()
+    return tuple(value or ())
+
 # A user who changed every setting a finder might put back wrongly: graph_breaks and recompiles logging on, a
-# handler and a filter of their own on every logger a finder may touch, the `.item()` hint logger disabled with a
-# level of ERROR and propagate off, torch._dynamo propagate off, and a warnings filter of their own.
+# handler and a filter of their own on every logger a finder may touch, the graph-break loggers with propagate off
+# (torch's default is on), torch.__trace at INFO with propagate on (torch's default is off), the `.item()` hint
+# logger disabled with a level of ERROR and propagate off, torch._dynamo propagate off, and warnings filters of
+# their own: their own first, then the very filters a finder might add (ignore torch's modules, ignore all).
 USER_EVERYTHING = {
     "set_logs": {"graph_breaks": True, "recompiles": True},
     "loggers": {
-        "graph_breaks": {"level": None, "propagate": None, "disabled": False, "handler": True, "filter": True},
-        "trace": {"level": 20, "propagate": None, "disabled": False, "handler": True, "filter": True},
+        "graph_breaks": {"level": None, "propagate": False, "disabled": False, "handler": True, "filter": True},
+        "trace": {"level": 20, "propagate": True, "disabled": False, "handler": True, "filter": True},
         "hint": {"level": 40, "propagate": False, "disabled": True, "handler": True, "filter": True},
         "dynamo": {"level": None, "propagate": False, "disabled": False, "handler": True, "filter": True},
     },
-    "warnings_filter": True,
+    "warnings_filter": ("own", "ignore_torch", "ignore_all"),
+}
+
+# The other values of the same settings: the graph-break loggers and torch.__trace disabled with levels of their
+# own (WARNING, ERROR), the hint logger with propagate on and a level of INFO, torch._dynamo at ERROR, and a
+# user who ignores UserWarnings behind a filter of their own.
+USER_EVERYTHING_ELSE = {
+    "set_logs": {"recompiles": True},
+    "loggers": {
+        "graph_breaks": {"level": 30, "propagate": None, "disabled": True, "handler": False, "filter": True},
+        "trace": {"level": 40, "propagate": None, "disabled": True, "handler": True, "filter": False},
+        "hint": {"level": 20, "propagate": True, "disabled": False, "handler": False, "filter": True},
+        "dynamo": {"level": 40, "propagate": None, "disabled": False, "handler": False, "filter": False},
+    },
+    "warnings_filter": ("own", "ignore_user_warnings", "ignore_torch"),
 }
 
 
@@ -291,9 +328,9 @@ def apply_user_settings(settings: dict) -> None:
                 logger.addFilter(UsersDroppingFilter())
             if tweaks["handler"]:
                 logger.addHandler(UsersHandler())
-    if settings["warnings_filter"]:
-        action, message, category = USERS_WARNING_FILTER
-        warnings.filterwarnings(action, message=message, category=category)
+    for kind in reversed(warning_filter_kinds(settings)):  # each goes to the front: the first named ends first
+        how, options = WARNING_FILTER_KINDS[kind]
+        getattr(warnings, how)(**options)
 
 
 def probe_logging(attempt: ModuleType, case_name: str, settings: dict | None = None, raises: bool = False) -> dict:
@@ -419,6 +456,32 @@ def probe_find_linked(attempt: ModuleType) -> dict:
         with quiet():
             result = attempt.find_graph_breaks(fn, torch.tensor([0.5, 1.5, 1.0]))
         return {"answer": answer(result), "co_filename": fn.__code__.co_filename}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def probe_find_same_name(attempt: ModuleType) -> dict:
+    """The attempt's `find_graph_breaks` on HIDDEN.chain(x, first, second), where `first` and `second` are
+    `peak_scaled` from two modules with the same file name in different folders: helpers_hidden.py here, and a
+    copy of it in a temporary folder (`<tmp>/elsewhere/helpers_hidden.py`). Both break on the same line number.
+    Returns the answer and the two co_filenames, in call order; the folder is removed afterwards."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kata02-twin-"))
+    try:
+        (folder / "elsewhere").mkdir()
+        path = folder / "elsewhere" / "helpers_hidden.py"
+        path.write_text((HIDDEN_DIR / "helpers_hidden.py").read_text(encoding="utf-8"), encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("kata02_helpers_elsewhere", str(path))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        first, second = HIDDEN.helpers.peak_scaled, module.peak_scaled
+        torch._dynamo.reset()
+        with quiet():
+            result = attempt.find_graph_breaks(HIDDEN.chain, torch.tensor([0.5, 1.5, 1.0]), first, second)
+        return {"answer": answer(result),
+                "co_filenames": [first.__code__.co_filename, second.__code__.co_filename]}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

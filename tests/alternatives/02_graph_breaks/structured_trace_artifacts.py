@@ -1,5 +1,6 @@
 """Alternative correct attempt: reads torch's structured trace (what TORCH_TRACE writes and tlparse reads):
-a handler of its own on the `torch.__trace` logger, keeping the "dynamo_graph_break_reason" artifacts. The
+a collecting filter first on the `torch.__trace` logger (level DEBUG and enabled while it collects, and a
+NullHandler, without which torch builds no trace records), keeping the "dynamo_graph_break_reason" artifacts. The
 location is the last frame of the payload's "User code traceback"; the reason the line before "Explanation:"."""
 import logging
 import re
@@ -48,15 +49,34 @@ def _parse(payload):
     return frames[-1][0], int(frames[-1][1]), reason.replace("Graph Break Reason:", "").strip()
 
 
+class _First(logging.Filter):
+    def __init__(self, handler):
+        super().__init__()
+        self.handler = handler
+
+    def filter(self, record):
+        self.handler.emit(record)
+        return True
+
+
 def find_graph_breaks(fn, *args, **kwargs):
     torch._dynamo.reset()
     trace_log = logging.getLogger("torch.__trace")
     handler = _Artifacts()
-    trace_log.addHandler(handler)
+    first = _First(handler)
+    sink = logging.NullHandler()
+    level, disabled = trace_log.level, trace_log.disabled
+    trace_log.filters.insert(0, first)
+    trace_log.addHandler(sink)
     try:
+        trace_log.setLevel(logging.DEBUG)
+        trace_log.disabled = False
         torch.compile(fn, backend="eager")(*args, **kwargs)
     finally:
-        trace_log.removeHandler(handler)
+        trace_log.removeFilter(first)
+        trace_log.removeHandler(sink)
+        trace_log.setLevel(level)
+        trace_log.disabled = disabled
     out, seen = [], set()
     for payload in handler.payloads:
         found = _parse(payload)

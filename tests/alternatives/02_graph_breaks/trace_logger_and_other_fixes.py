@@ -1,5 +1,6 @@
-"""Alternative correct attempt (blind round 1, correct_trace.py): a handler on torch's structured trace logger
-`torch.__trace` keeping the `dynamo_graph_break_reason` artifacts; fixes by other roads: torch.cond for clamp_norm,
+"""Alternative correct attempt (blind round 1, correct_trace.py): a collector on torch's structured trace logger
+`torch.__trace` (first in its filters, level DEBUG and enabled while it collects, a NullHandler so torch emits)
+keeping the `dynamo_graph_break_reason` artifacts; fixes by other roads: torch.cond for clamp_norm,
 an inf-norm for scale_by_peak, std_mean, nanmean over a where-mask for positive_mean, sort + searchsorted over every
 element for count_above, an index loop for horner."""
 from __future__ import annotations
@@ -43,6 +44,19 @@ class _TraceCollector(logging.Handler):
                 self.payloads.append(payload)
 
 
+class _FeedFirst(logging.Filter):
+    """Put first on torch.__trace: hands every record to the collector before any filter of the user's can drop
+    it, and lets it through."""
+
+    def __init__(self, collector: _TraceCollector) -> None:
+        super().__init__()
+        self.collector = collector
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.collector.emit(record)
+        return True
+
+
 class _DropAll(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return False
@@ -79,22 +93,26 @@ def find_graph_breaks(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list
     trace_log = logging.getLogger(_TRACE_LOGGER)
     tensor_log = logging.getLogger("torch._dynamo.variables.tensor")
     collector = _TraceCollector()
+    first = _FeedFirst(collector)
+    sink = logging.NullHandler()  # torch builds trace records only when torch.__trace has a handler
     hush = _DropAll()
-    old_trace_level = trace_log.level
-    trace_log.addHandler(collector)
+    old_trace_level, old_disabled = trace_log.level, trace_log.disabled
+    trace_log.filters.insert(0, first)  # before any filter of the user's that drops records
+    trace_log.addHandler(sink)
     tensor_log.addFilter(hush)
     try:
-        if trace_log.level != logging.DEBUG:
-            trace_log.setLevel(logging.DEBUG)
+        trace_log.setLevel(logging.DEBUG)
+        trace_log.disabled = False
         torch._dynamo.reset()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", module=r"torch\.")
             torch.compile(fn, backend="eager")(*args, **kwargs)
     finally:
-        trace_log.removeHandler(collector)
+        trace_log.removeFilter(first)
+        trace_log.removeHandler(sink)
         tensor_log.removeFilter(hush)
-        if trace_log.level != old_trace_level:
-            trace_log.setLevel(old_trace_level)
+        trace_log.setLevel(old_trace_level)
+        trace_log.disabled = old_disabled
 
     found: list[GraphBreak] = []
     seen: set[tuple[str, int]] = set()

@@ -14,7 +14,7 @@ _ref = load_reference("02_graph_breaks", "hunt.py")
 GraphBreak = _ref.GraphBreak
 globals().update({name: getattr(_ref, name) for name in dir(_ref) if name.startswith("fixed_")})
 
-KILLED_BY = ("keeps_users_logging_settings",)
+KILLED_BY = ("finds_breaks_past_users_settings", "keeps_users_logging_settings")
 
 
 class _Artifacts(logging.Handler):
