@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import traceback
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 from katas.common.naming import module_type_name, target_name
-from checker.kit import Checks, CheckFailed, expect, fuzz
+from checker.kit import Checks, CheckFailed, _attempt_location, expect, fuzz
 from katas.common import capture, describe
 from katas.common.models import LayerSpec, MLPSpec, build_mlp
 from checker.graph_wire import VALUE_KEYS, VALUE_KEYS_META
@@ -700,13 +699,6 @@ def form_of(gm: torch.fx.GraphModule, method: str) -> str:
     return {"dynamo": "torch", "make_fx_pre_dispatch": "aten", "export": "aten"}.get(method, "decomposed")
 
 
-def attempt_line(ctx, exc: BaseException) -> str:
-    """' at fusion.py:12 in f()' for the innermost frame of the attempt's file in exc's traceback, or ''."""
-    path = getattr(ctx.attempt, "__file__", None)
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if path and Path(f.filename) == Path(path)]
-    return f" at {Path(path).name}:{frames[-1].lineno} in {frames[-1].name}()" if frames else ""
-
-
 def left_dead_by_the_capture(gm: torch.fx.GraphModule) -> Counter:
     """Kinds of the pure nodes whose value never reaches the graph's output, as captured. The contract lets a pass
     remove them or keep them (graph.eliminate_dead_code() removes them)."""
@@ -868,7 +860,7 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
     except Exception as exc:  # noqa: BLE001 - say which graph broke the attempt, and where
         text = str(exc).strip()
         bias_note = BIAS_FALSE_NOTE if ".bias'" in text and type(exc).__name__ == "GraphRebuildError" else ""
-        raise CheckFailed(f"fuse_linear_gelu {where} raised {type(exc).__name__}{attempt_line(ctx, exc)}: "
+        raise CheckFailed(f"fuse_linear_gelu {where} raised {type(exc).__name__}{_attempt_location(ctx, exc)}: "
                           f"{text[:300]}" + bias_note + graph("given to", before_text)) from exc
     try:
         gm.graph.lint()
