@@ -185,7 +185,7 @@ def test_oracle_follows_the_order_it_is_given():
 
 def test_make_mutate_is_wired():
     makefile = (TESTS_DIR.parent / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^mutate: \$\(STAMP\)", makefile, re.M), "make mutate needs the venv (with cosmic-ray) set up first"
+    assert re.search(r"^mutate: \$\(TEST_STAMP\)", makefile, re.M), "make mutate needs the venv with cosmic-ray set up first"
     pyproject = (TESTS_DIR.parent / "pyproject.toml").read_text(encoding="utf-8")
     from checker.mutants import TOOL_VERSION
 
