@@ -23,6 +23,11 @@ def _stat_fields(pid: int | str) -> list[str] | None:
         return None
 
 
+def can_measure() -> bool:
+    """Whether this machine lets us read CPU seconds (Linux's /proc); elsewhere limits fall back to wall time."""
+    return os.path.isfile("/proc/self/stat")
+
+
 def process_cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system) process `pid` has used itself; 0.0 when it is gone or there is no /proc."""
     fields = _stat_fields(pid)

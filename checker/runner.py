@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 from checker import REQUIRED_TORCH, RESULTS_SCHEMA_VERSION
-from checker.cpu_time import tree_cpu_seconds
+from checker.cpu_time import can_measure, tree_cpu_seconds
 from checker.kit import DEFAULT_SEED
 from checker.manifest import REPO_ROOT, Kata
 
@@ -241,6 +241,7 @@ def _wait_all(shards: list[_Shard], limit: float) -> None:
     (Ctrl-C included). CPU seconds, not wall-clock ones, so that a busy machine does not turn a correct attempt
     into a timeout; the wall-clock backstop stops an attempt that waits instead of computing."""
     started = time.monotonic()
+    wall_limit = WALL_FACTOR * limit if can_measure() else limit  # no /proc (macOS): the limit is wall time
     running = list(shards)
     try:
         while running:
@@ -249,7 +250,7 @@ def _wait_all(shards: list[_Shard], limit: float) -> None:
                     running.remove(shard)
                     continue
                 shard.cpu_seconds = tree_cpu_seconds(shard.proc.pid)
-                if shard.cpu_seconds >= limit or time.monotonic() - started >= WALL_FACTOR * limit:
+                if shard.cpu_seconds >= limit or time.monotonic() - started >= wall_limit:
                     shard.timed_out = True
                     running.remove(shard)
             if running:
@@ -472,6 +473,10 @@ def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> No
             result.message = (f"the checks did not finish within {limit:g} s of computing time{where}: look for "
                               f"an infinite loop or a very slow step")
             stopped = f"still running after {limit:g} s of computing time (the time limit)"
+        elif not can_measure():  # no CPU clock here: the limit was wall time
+            result.message = (f"the checks did not finish within {limit:g} s{where}: look for an infinite loop, "
+                              f"code that waits, or a very slow step")
+            stopped = f"still running after the {limit:g} s time limit"
         else:
             spent = max(s.cpu_seconds for s in timed_out)
             result.message = (f"the checks ran {WALL_FACTOR * limit:g} s without finishing{where}, and computed "

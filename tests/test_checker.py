@@ -60,6 +60,18 @@ def test_an_attempt_that_waits_is_stopped_by_the_wall_clock_backstop():
         result.message
 
 
+def test_without_a_cpu_clock_the_limit_is_wall_time(monkeypatch):
+    """Where /proc is missing (macOS), CPU seconds cannot be read: the limit is then wall-clock seconds, not three
+    times as many."""
+    import checker.runner as runner
+
+    monkeypatch.setattr(runner, "can_measure", lambda: False)
+    monkeypatch.setattr(runner, "tree_cpu_seconds", lambda pid: 0.0)
+    result = run_kata(KATA1, ATTEMPTS_DIR / "waits_forever.py", only=ONE_CHECK, time_limit=6)
+    assert result.status == "timeout" and result.duration_s < 2 * 6 + 5, result.duration_s
+    assert "did not finish within 6 s while" in result.message and "code that waits" in result.message, result.message
+
+
 def test_cpu_seconds_of_a_process_tree_count_its_grandchildren():
     burn = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(30)"
     code = (f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {burn!r}])\n"
