@@ -141,6 +141,20 @@ def server_env() -> dict[str, str]:
 
 # --- framing ------------------------------------------------------------------------------------------------
 
+def client_niceness() -> int:
+    """This process's niceness, which a run forked for it takes on (`nice make kata` stays nice when warm)."""
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def _take_niceness(niceness: object) -> None:
+    """In a forked run: become as nice as the client that asked for it. The server's own niceness is whoever
+    started it first; a run asked for by `nice -n 10 make kata` must not compete with other work at that
+    priority. Only ever nicer: lowering it needs privileges, and an asker gets no more than the server has."""
+    if isinstance(niceness, int) and niceness > os.getpriority(os.PRIO_PROCESS, 0):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, min(niceness, 19))
+
+
 def _send_request(sock: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None:
     """A request: one byte (carrying `fds`, if any), then the frame."""
     if fds:
@@ -398,6 +412,7 @@ class Server:
             if sock is not None:
                 sock.close()
         os.setsid()
+        _take_niceness(request.get("niceness"))
         cwd = str(request["cwd"])
         os.chdir(cwd)
         if sys.path and sys.path[0] == _SERVER_CWD:
@@ -610,7 +625,8 @@ class WarmLauncher:
             conn = self._connect()
             conn.settimeout(REPLY_TIMEOUT_S)
             _send_request(conn, {"op": "run", "program": program, "argv": argv, "env": env, "cwd": str(cwd),
-                                 "fingerprint": self.fingerprint}, (results_fd, output_fd))
+                                 "fingerprint": self.fingerprint, "niceness": client_niceness()},
+                          (results_fd, output_fd))
             reply = _recv_frame(conn)
         except (OSError, EOFError, ValueError) as exc:
             self.broken = f"the warm server did not answer ({type(exc).__name__}: {exc})"

@@ -213,3 +213,19 @@ def test_a_sample_forked_by_the_server_shows_what_a_cold_one_shows_and_keeps_its
     finally:
         os.close(read_fd)
         os.close(write_fd)
+
+
+def test_a_forked_run_is_as_nice_as_its_client(warm_launcher, monkeypatch, tmp_path):
+    """`nice make kata` stays nice when the warm server forks the run: the server runs at the niceness of whoever
+    started it, and the checks (and the attempt's worker) would otherwise compete at that priority."""
+    import checker.warm as warm
+
+    nicer = min(os.getpriority(os.PRIO_PROCESS, 0) + 5, 19)
+    monkeypatch.setattr(warm, "client_niceness", lambda: nicer)
+    attempt = tmp_path / "tells_its_niceness.py"
+    attempt.write_text("import os\n\n\ndef node_dialect(node):\n"
+                       "    raise RuntimeError(f'niceness {os.getpriority(os.PRIO_PROCESS, 0)}')\n\n\n"
+                       "detect_dialect = node_dialect\n")
+    result = run_kata(get_kata(1), attempt, only=("call_module_node_is_module",), launcher=warm_launcher)
+    assert result.start == "warm"
+    assert f"niceness {nicer}" in result.checks[0].message, result.checks[0].message
