@@ -143,6 +143,13 @@ def classify_exception(exc: BaseException, attempt_path: Path) -> tuple[str, str
     return "error", f"{name}: {first_line}"
 
 
+def _first(specs: list[CheckSpec], ids: list[str]) -> tuple[list[CheckSpec], list[CheckSpec]]:
+    """The specs named by `ids`, in that order, and the others in kata order."""
+    by_id = {spec.id: spec for spec in specs}
+    chosen = [i for i in dict.fromkeys(ids) if i in by_id]
+    return [by_id[i] for i in chosen], [spec for spec in specs if spec.id not in chosen]
+
+
 def _claimed(specs: list[CheckSpec], claims: Path):
     """Yield the specs no other shard has claimed yet, claiming each (an exclusive file create) just before
     it runs, so the shards split the work by how long it really takes."""
@@ -278,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--shard", default="0/1", help="INDEX/COUNT: with COUNT > 1, share the checks with the other shards")
     parser.add_argument("--claims", type=Path, default=None, help="folder where shards claim checks")
+    parser.add_argument("--first", default="", help="check ids to run before the others, in this order")
     parser.add_argument("--results-fd", type=int, required=True)
     args = parser.parse_args(argv)
 
@@ -340,8 +348,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         ctx = Context(attempt=RemoteModule(worker), reference=reference, seed=args.seed, profile=env_profile())
         index, count = (int(part) for part in args.shard.split("/"))
-        if count > 1:  # shards share the checks: odd shards walk the list backwards, each claims a check before running it
-            specs = _claimed(specs[::-1] if index % 2 else specs, args.claims)
+        first, rest = _first(specs, [c for c in args.first.split(",") if c])
+        if count > 1:  # shards share the checks: odd shards walk the rest backwards, each claims a check before running it
+            specs = _claimed(first + (rest[::-1] if index % 2 else rest), args.claims)
+        else:
+            specs = first + rest
         run_checks(specs, ctx, events, attempt_path, worker=worker)
         phase("checks")
         events.emit(event="done")

@@ -12,7 +12,7 @@ from checker.hints import HintError, hint_text
 from checker.kit import DEFAULT_SEED, FUZZ_PROFILES
 from checker.manifest import ManifestError, get_kata, load_katas
 from checker.report import display_path, render_text, terminal_columns, use_colour
-from checker.progress import examples_folder, fingerprint, hints_used, record_result
+from checker.progress import examples_folder, fingerprint, hints_used, last_failing, record_result
 from checker.runner import interactive_shards, run_kata, torch_version_problem
 
 
@@ -211,16 +211,23 @@ def start_server_after_a_cold_run(launcher) -> None:
         start_in_background()
 
 
-def _score(kata, attempt: Path, args: argparse.Namespace):
+def _score(kata, attempt: Path, args: argparse.Namespace, live: "LiveReport | None" = None):
     """One interactive run of `attempt`, recorded in the progress file when it is the learner's own file and
-    every check ran. UsageError when --check names no check of the kata."""
+    every check ran. UsageError when --check names no check of the kata. `live` shows failures as they come."""
+    from checker.live import first_checks
+
     own_file = _is_stub(kata, attempt)
     if own_file:
         remember_pristine(kata)
     launcher = warm_launcher(wait=False)
-    result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
-                      profile=args.profile, shards=interactive_shards(), launcher=launcher,
-                      examples=examples_folder(kata) if own_file else None)
+    try:
+        result = run_kata(kata, attempt, seed=args.seed, only=tuple(args.check), time_limit=args.time_limit,
+                          profile=args.profile, shards=interactive_shards(), launcher=launcher,
+                          examples=examples_folder(kata) if own_file else None,
+                          first=first_checks(kata, last_failing(kata) if own_file else []), on_event=live)
+    finally:
+        if live is not None:
+            live.close()
     start_server_after_a_cold_run(launcher)  # the first run of a session started cold; the next ones will not
     if args.check and not result.checks:
         raise UsageError(f"kata {kata.number} has no check named {', '.join(args.check)} (see the check ids with --json)")
@@ -236,13 +243,19 @@ def cmd_kata(args: argparse.Namespace) -> int:
         raise UsageError(f"{attempt}: no such file")
     if attempt.suffix != ".py":
         raise UsageError(f"{attempt}: an attempt is a Python file ending in .py")
-    result = _score(kata, attempt, args)
+    live = None
+    if not args.json and sys.stdout.isatty():
+        from checker.live import LiveReport
+
+        live = LiveReport(kata, sys.stdout, colour=use_colour(), columns=terminal_columns(), verbose=args.verbose)
+    result = _score(kata, attempt, args, live)
     if args.json:
         data = result.to_json(verbose=args.verbose)
         data["hints_used"] = hints_used(kata)
         print(json.dumps(data, indent=2))
     else:
-        print(render_text(kata, result, verbose=args.verbose, colour=use_colour(), columns=terminal_columns()))
+        print(render_text(kata, result, verbose=args.verbose, colour=use_colour(), columns=terminal_columns(),
+                          shown=frozenset(live.shown) if live else frozenset()))
     return 0 if result.status == "pass" else 1
 
 

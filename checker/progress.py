@@ -148,11 +148,17 @@ def record_result(kata: Kata, result, fingerprint: str, profile: str | None, pro
     rec["runs"] = (runs if isinstance(runs, int) else 0) + 1
     rec.update(status=result.status, score=result.score, max_score=result.max_score, last_run=stamp,
                duration_s=result.duration_s, fingerprint=fingerprint, profile=profile or "learner",
-               seed=result.seed)
+               seed=result.seed, failing=[c.id for c in result.checks if c.status in ("fail", "error", "timeout")])
     if result.status == "pass" and not rec.get("passed_at"):
         rec["passed_at"] = stamp
     if save:
         progress.save()
+
+
+def last_failing(kata: Kata) -> list[str]:
+    """The checks that failed on the learner's last full run of this kata (run first next time)."""
+    failing = Progress.load().record(kata).get("failing")
+    return [str(c) for c in failing] if isinstance(failing, list) else []
 
 
 def _digest(h: "hashlib._Hash", path: Path) -> None:

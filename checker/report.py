@@ -101,9 +101,32 @@ def _wrap(text: str, columns: int | None) -> str:
     return "\n".join(out)
 
 
+def check_block(check: CheckResult, style: "_Style", *, shown_errors: dict[str, CheckResult], verbose: bool,
+                columns: int | None) -> list[str]:
+    """A finished check as the report shows it: its line, then for a failure its message (or, for an exception
+    already shown for another check, one line naming that check; `shown_errors` collects them)."""
+    out = [_check_line(check, style)]
+    if check.status in ("pass", "not_run"):
+        return out
+    error = _same_error(check.message) if not verbose else None
+    if error and error in shown_errors:
+        return out + [_wrap(f"      the same error as [{shown_errors[error].id}] above: raised {error}"[:300], columns)]
+    if error:
+        shown_errors[error] = check
+    if check.message:
+        out.append(_wrap(_indent(cap(check.message) if not verbose else check.message, "      "), columns))
+    if verbose and check.detail:
+        out.append(_indent(check.detail.rstrip(), "      | "))
+    if verbose and check.output.strip():
+        out.append(_indent("your code printed:\n" + check.output.rstrip(), "      > "))
+    return out
+
+
 def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour: bool = False,
-                columns: int | None = None) -> str:
-    """The report a person reads; `columns` (a terminal's width) wraps messages at word boundaries."""
+                columns: int | None = None, shown: frozenset[str] = frozenset()) -> str:
+    """The report a person reads; `columns` (a terminal's width) wraps messages at word boundaries. `shown`: ids
+    of failing checks whose messages a live report already printed above (checker/live.py); they get their line
+    only here, so nothing is said twice."""
     style = _Style(colour)
     out = [style(f"Kata {kata.number} · {kata.title}", "1"), f"attempt: {display_path(result.attempt)}", ""]
     if result.status == "error" and all(c.status == "not_run" for c in result.checks):
@@ -121,22 +144,10 @@ def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour
             continue
         out.append(style(stage, "1;34"))
         for check in checks:
-            out.append(_check_line(check, style))
-            if quiet_not_started or check.status in ("pass", "not_run"):
+            if quiet_not_started or (check.id in shown and check.status in FAILED):
+                out.append(_check_line(check, style))
                 continue
-            error = _same_error(check.message) if not verbose else None
-            if error and error in shown_errors:
-                out.append(_wrap(f"      the same error as [{shown_errors[error].id}] above: raised {error}"[:300],
-                                 columns))
-                continue
-            if error:
-                shown_errors[error] = check
-            if check.message:
-                out.append(_wrap(_indent(cap(check.message) if not verbose else check.message, "      "), columns))
-            if verbose and check.detail:
-                out.append(_indent(check.detail.rstrip(), "      | "))
-            if verbose and check.output.strip():
-                out.append(_indent("your code printed:\n" + check.output.rstrip(), "      > "))
+            out += check_block(check, style, shown_errors=shown_errors, verbose=verbose, columns=columns)
     out.append("")
     if result.message:
         out.append(style(_wrap(cap(result.message), columns), "33"))

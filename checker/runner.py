@@ -109,17 +109,25 @@ def _parse_events(lines: list[str]) -> list[dict]:
 
 
 class _EventReader(threading.Thread):
-    """Drains one child's results pipe while it runs (a pipe that fills up would stall the child)."""
+    """Drains one child's results pipe while it runs (a pipe that fills up would stall the child), handing each
+    event to `on_event` as it arrives when one is given (a live report: checker/live.py)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, on_event: "Callable[[dict], None] | None" = None) -> None:
         super().__init__(daemon=True, name="fx-katas-events")
         self.fd = fd
         self.lines: list[str] = []
+        self.on_event = on_event
 
     def run(self) -> None:
         with os.fdopen(self.fd, "r", encoding="utf-8", errors="replace") as pipe:
             for line in pipe:
                 self.lines.append(line)
+                if self.on_event is not None:
+                    for event in _parse_events([line]):
+                        try:
+                            self.on_event(event)
+                        except Exception:  # noqa: BLE001 - a display that fails must not lose the verdict
+                            self.on_event = None
 
 
 # Children of run_kata calls still running, so that stop_running() can end them all (Ctrl-C in run_many) and
@@ -193,7 +201,8 @@ def start_child(program: str, argv: list[str], env: dict[str, str], cwd: Path, o
 
 def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed: int, only: tuple[str, ...],
            profile: str | None, hidden_root: Path | None, launcher: "WarmLauncher | None",
-           sandbox: "Sandbox | None" = None, examples: Path | None = None) -> _Shard:
+           sandbox: "Sandbox | None" = None, examples: Path | None = None, first: tuple[str, ...] = (),
+           on_event: "Callable[[dict], None] | None" = None) -> _Shard:
     """Start one checks process (`start_child`); it starts the attempt's worker inside `sandbox`, if given."""
     output_path = tmp / f"output-{index}.txt"
     read_fd, write_fd = os.pipe()
@@ -221,7 +230,7 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
         "--checks", str(checks), "--attempt", str(attempt),
         "--reference", str(reference), "--module-name", Path(kata.module).stem,
         "--seed", str(seed), "--only", ",".join(only), "--shard", f"{index}/{count}",
-        "--claims", str(tmp / "claims"),
+        "--claims", str(tmp / "claims"), "--first", ",".join(first),
     ]
     asked_at = time.time()
     try:
@@ -230,7 +239,7 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
             _RUNNING.add(proc)
     finally:
         os.close(write_fd)
-    reader = _EventReader(read_fd)
+    reader = _EventReader(read_fd, on_event)
     reader.start()
     return _Shard(proc, reader, output_path, asked_at=asked_at)
 
@@ -346,6 +355,8 @@ def run_kata(
     launcher: "WarmLauncher | None" = None,
     sandbox: "Sandbox | None" = None,
     examples: Path | None = None,
+    first: tuple[str, ...] = (),
+    on_event: "Callable[[dict], None] | None" = None,
 ) -> KataResult:
     """Score `attempt` (a file with the kata module's API) against the kata's hidden checks.
 
@@ -356,7 +367,10 @@ def run_kata(
     `launcher`, when given, has a warm server fork the checks processes (checker/warm.py); a shard it cannot
     start starts cold. The verdicts are the same either way. `sandbox` (checker/sandbox.py, from `checker
     grade`) confines the attempt's worker. `examples`: a folder where each fuzz check keeps its failing examples
-    and tries them first next time (the learner's own file only; checker.kit.example_database).
+    and tries them first next time (the learner's own file only; checker.kit.example_database). `first`: check
+    ids to run before the others, in that order (the report still lists checks in kata order). `on_event` is
+    called with each event of every checks process as it arrives ("plan", "start", "result", ...; from reader
+    threads, so it must be thread-safe): what a live report shows while the run goes on.
     """
     torch_version = installed_torch_version() or "not installed"
     attempt = Path(attempt).resolve()
@@ -371,7 +385,8 @@ def run_kata(
             for index in range(count):
                 children.append(_spawn(kata, attempt, Path(tmp), index, count, seed=seed, only=only,
                                        profile=profile, hidden_root=hidden_root, launcher=launcher,
-                                       sandbox=sandbox, examples=examples))
+                                       sandbox=sandbox, examples=examples, first=first,
+                                       on_event=on_event if index == 0 else _without_plan(on_event)))
         finally:
             _wait_all(children, limit)
         for shard in children:
@@ -389,6 +404,13 @@ def run_kata(
     _settle_status(result, children, limit)
     result.timings = _timings(children, duration)
     return result
+
+
+def _without_plan(on_event: "Callable[[dict], None] | None") -> "Callable[[dict], None] | None":
+    """Every shard announces the same plan: a live report hears it from the first one only."""
+    if on_event is None:
+        return None
+    return lambda event: None if event.get("event") == "plan" else on_event(event)
 
 
 def _timings(shards: list[_Shard], duration: float) -> dict[str, float]:

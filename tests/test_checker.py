@@ -60,14 +60,15 @@ def test_an_attempt_that_waits_is_stopped_by_the_wall_clock_backstop():
         result.message
 
 
-def test_without_a_cpu_clock_the_limit_is_wall_time(monkeypatch):
+def test_without_a_cpu_clock_the_limit_is_wall_time(monkeypatch, warm_launcher):
     """Where /proc is missing (macOS), CPU seconds cannot be read: the limit is then wall-clock seconds, not three
     times as many."""
     import checker.runner as runner
 
     monkeypatch.setattr(runner, "can_measure", lambda: False)
     monkeypatch.setattr(runner, "tree_cpu_seconds", lambda pid: 0.0)
-    result = run_kata(KATA1, ATTEMPTS_DIR / "waits_forever.py", only=ONE_CHECK, time_limit=6)
+    # forked warm: a cold start on a busy machine could spend the 6 s before the check starts
+    result = run_kata(KATA1, ATTEMPTS_DIR / "waits_forever.py", only=ONE_CHECK, time_limit=6, launcher=warm_launcher)
     assert result.status == "timeout" and result.duration_s < 2 * 6 + 5, result.duration_s
     assert "did not finish within 6 s while" in result.message and "code that waits" in result.message, result.message
 
@@ -233,3 +234,87 @@ def test_a_failing_example_is_kept_and_tried_first_on_the_next_run(tmp_path, war
     assert second.checks[0].message.split("(replay")[0] == first.checks[0].message.split("(replay")[0]
     plain = run_kata(kata, mutant, only=only, launcher=warm_launcher)
     assert plain.checks[0].message == first.checks[0].message
+
+
+FAILS_THEN_WAITS = '''import time
+
+CALLS = []
+
+
+def node_dialect(node):
+    CALLS.append(node)
+    if len(CALLS) == 1:
+        raise ValueError("the first call fails at once")
+    time.sleep(10_000)
+
+
+detect_dialect = node_dialect
+'''
+
+
+def test_each_result_reaches_the_live_report_the_moment_its_check_ends(tmp_path, warm_launcher):
+    """A failing check is shown while later checks still run (here: one that waits until the backstop)."""
+    attempt = tmp_path / "fails_then_waits.py"
+    attempt.write_text(FAILS_THEN_WAITS)
+    heard: list[tuple[float, dict]] = []
+    result = run_kata(KATA1, attempt, only=("call_module_node_is_module", "getitem_is_neutral"), time_limit=4,
+                      first=("call_module_node_is_module",), on_event=lambda e: heard.append((time.monotonic(), e)),
+                      launcher=warm_launcher)
+    ended = time.monotonic()
+    first_result = next((at, e) for at, e in heard if e.get("event") == "result")
+    assert first_result[1]["id"] == "call_module_node_is_module" and first_result[1]["status"] == "error"
+    assert ended - first_result[0] > 3, "the first result arrived only when the run ended"
+    assert [e["id"] for _, e in heard if e.get("event") == "start"][:2] == ["call_module_node_is_module",
+                                                                               "getitem_is_neutral"]
+    assert result.status == "timeout" and [c.id for c in result.checks][0] == "call_module_node_is_module"
+
+
+def test_first_checks_run_first_and_the_report_keeps_kata_order(warm_launcher):
+    checks = ("call_module_node_is_module", "getitem_is_neutral", "graph_without_ops_is_torch")
+    heard: list[dict] = []
+    result = run_kata(KATA1, KATA1.stub_path, only=checks, first=checks[::-1], launcher=warm_launcher,
+                      on_event=heard.append)
+    assert [e["id"] for e in heard if e.get("event") == "start"] == list(checks[::-1])
+    assert [c.id for c in result.checks] == list(checks)
+
+
+def test_live_report_prints_failures_as_they_come_and_the_report_does_not_repeat_them():
+    import io
+
+    from checker.live import LiveReport
+    from checker.report import render_text
+    from checker.runner import CheckResult, KataResult
+
+    kata = get_kata(3)
+    screen = io.StringIO()
+    live = LiveReport(kata, screen, colour=False, columns=70)
+    live({"event": "plan", "checks": [["a", "module", "fuses safe pairs", 2], ["b", "module", "keeps others", 1]]})
+    live({"event": "start", "id": "a"})
+    assert "0/2 checks" in screen.getvalue() and "running: fuses safe pairs" in screen.getvalue()
+    live({"event": "result", "id": "a", "status": "fail", "message": "fused 0 of 2 safe pairs"})
+    assert "✗" in screen.getvalue() and "fused 0 of 2 safe pairs" in screen.getvalue() and "[a]" in screen.getvalue()
+    live({"event": "result", "id": "b", "status": "pass", "message": ""})
+    live.close()
+    assert "2/2 checks · 1 failing" in screen.getvalue() and "keeps others" not in screen.getvalue()
+    assert screen.getvalue().endswith("\r\033[K\n"), "the progress line is cleared before the report"
+    checks = [CheckResult("a", "module", "fuses safe pairs", "fail", 2, message="fused 0 of 2 safe pairs"),
+              CheckResult("b", "module", "keeps others", "pass", 1)]
+    text = render_text(kata, KataResult(3, "t", "fail", 1, 3, checks, "fusion.py", "2.13.0", 1.0),
+                       shown=frozenset(live.shown))
+    assert "fuses safe pairs" in text and "fused 0 of 2" not in text
+
+
+def test_checks_that_failed_last_time_run_first_then_the_likeliest_catchers():
+    from checker.live import first_checks
+    from checker.mutation_report import load_report
+
+    kata = get_kata(2)
+    report = load_report(kata)
+    order = first_checks(kata, ["reports_file_and_line"])
+    assert order[0] == "reports_file_and_line" and len(order) == len(set(order))
+    assert set(order) >= set(report.checks) - {"reports_file_and_line"}
+    catches = {c: sum(c in m.failing for m in report.hand_mutants) + report.checks[c].get("kills", 0)
+               for c in report.checks}
+    never = [c for c in order if catches.get(c) == 0]
+    assert all(order.index(c) > order.index(best) for c in never
+               for best in [max(catches, key=lambda k: catches[k])]), "a check that catches nothing goes last"
