@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -34,6 +35,10 @@ MAX_OUTPUT_CHARS = 2000
 
 
 MAX_WORKER_RESTARTS = 3  # a worker that dies is restarted for the next check, this many times per run
+CLOCK_POLL_SECONDS = 0.25
+MIN_CHECK_LIMIT = 20.0  # CPU seconds a check may always take, whatever it took on the reference
+CHECK_LIMIT_FACTOR = 10.0  # times its time on the reference (hidden/mutation.toml) a check may take
+DEEP_FACTOR = 4.0  # the deep profile tries many more random examples per fuzz check
 
 
 class _Events:
@@ -161,13 +166,63 @@ def _claimed(specs: list[CheckSpec], claims: Path):
         yield spec
 
 
+class CheckClock:
+    """Stops one check whose attempt has computed for `limit` CPU seconds (the worker and what it started):
+    notes where the attempt's code was (Worker.attempt_frame), then kills the worker, so that the check fails
+    with that line and the next check runs on a fresh worker. The kata's own time limit (checker/runner.py)
+    stays the backstop for everything else, waiting included."""
+
+    def __init__(self, worker: "Worker", limit: float) -> None:
+        from checker.cpu_time import tree_cpu_seconds
+
+        self.worker, self.limit = worker, limit
+        self._cpu = lambda: tree_cpu_seconds(worker.proc.pid)
+        self._start = self._cpu()
+        self.where: str | None = None
+        self.fired = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="fx-katas-check-clock")
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(CLOCK_POLL_SECONDS):
+            if not self.worker.alive():
+                return
+            if self._cpu() - self._start >= self.limit:
+                self.where = self.worker.attempt_frame()
+                self.fired = True
+                self.worker.proc.kill()
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def check_limits(checks_path: Path, profile: str) -> dict[str, float]:
+    """Each check's own CPU-second limit: CHECK_LIMIT_FACTOR times what it took on the reference in the kata's
+    mutation report (hidden/mutation.toml), at least MIN_CHECK_LIMIT, DEEP_FACTOR times more in the deep
+    profile. A check the report does not know has none of its own (the kata's limit still applies)."""
+    import tomllib
+
+    try:
+        known = tomllib.loads((checks_path.parent / "mutation.toml").read_text(encoding="utf-8")).get("checks", {})
+    except (OSError, ValueError):
+        return {}
+    scale = DEEP_FACTOR if profile == "deep" else 1.0
+    return {check: scale * max(MIN_CHECK_LIMIT, CHECK_LIMIT_FACTOR * float(stats.get("seconds", 0.0)))
+            for check, stats in known.items() if isinstance(stats, dict)}
+
+
 def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attempt_path: Path,
-               worker: "Worker | None" = None) -> None:
+               worker: "Worker | None" = None, limits: dict[str, float] | None = None) -> None:
     """Run each check, emitting start and result events. With a `worker`, the attempt's prints come from it,
-    and a worker that dies during a check is restarted (a few times per run) for the next one."""
+    and a worker that dies during a check is restarted (a few times per run) for the next one. `limits`: a
+    check's own CPU-second limit by id (CheckClock); a check past it times out and the next one runs."""
     from checker.remote import ChannelBroken
 
     restarts = 0
+    limits = limits or {}
     for spec in specs:
         events.emit(event="start", id=spec.id)
         ctx.fuzz_runs.clear()
@@ -184,6 +239,7 @@ def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attemp
                 restarts += 1
                 worker.restart()
         died = False
+        clock = CheckClock(worker, limits[spec.id]) if worker is not None and spec.id in limits else None
         try:
             with redirect_stdout(captured), redirect_stderr(captured), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -194,10 +250,16 @@ def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attemp
             status, message = classify_exception(exc, attempt_path)
             detail = getattr(exc, "remote_traceback", "") or "".join(traceback.format_exception(exc))
             died = isinstance(exc, ChannelBroken)
-            if died or getattr(exc, "remote_type", "") == "MemoryError":
+            if clock is not None and clock.fired:
+                status, message = "timeout", _stopped_message(clock)
+                restarts -= 1  # a check stopped on purpose is not a worker dying: it does not use up a restart
+            elif died or getattr(exc, "remote_type", "") == "MemoryError":
                 events.emit(event="crash", id=spec.id, message=message)
         else:
             status, message, detail = "pass", "", ""
+        finally:
+            if clock is not None:
+                clock.stop()
         output = captured.getvalue()
         if worker is not None:
             output = "".join(worker.outputs) + worker.take_fd_output() + output
@@ -208,6 +270,14 @@ def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attemp
             output=output[-MAX_OUTPUT_CHARS:], fuzz=list(ctx.fuzz_runs),
             seconds=round(time.monotonic() - started, 3),
         )
+
+
+def _stopped_message(clock: CheckClock) -> str:
+    where = f", at {clock.where}" if clock.where else ""
+    return (f"stopped: your code computed for {clock.limit:.0f} s of CPU time in this check without finishing"
+            f"{where}. Look for a loop that never ends (a while loop whose condition never changes, a worklist "
+            f"that refills itself, a graph walk that revisits nodes) or a step far slower than it needs to be. "
+            f"The other checks ran on.")
 
 
 def harden_trusted_process() -> None:
@@ -286,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard", default="0/1", help="INDEX/COUNT: with COUNT > 1, share the checks with the other shards")
     parser.add_argument("--claims", type=Path, default=None, help="folder where shards claim checks")
     parser.add_argument("--first", default="", help="check ids to run before the others, in this order")
+    parser.add_argument("--check-limit", type=float, default=None,
+                        help="every check's own CPU-second limit (default: from the kata's mutation report)")
     parser.add_argument("--results-fd", type=int, required=True)
     args = parser.parse_args(argv)
 
@@ -353,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
             specs = _claimed(first + (rest[::-1] if index % 2 else rest), args.claims)
         else:
             specs = first + rest
-        run_checks(specs, ctx, events, attempt_path, worker=worker)
+        limits = (check_limits(args.checks, ctx.profile) if args.check_limit is None
+                  else {spec.id: args.check_limit for spec in checks_module.CHECKS.specs})
+        run_checks(specs, ctx, events, attempt_path, worker=worker, limits=limits)
         phase("checks")
         events.emit(event="done")
     finally:

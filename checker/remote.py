@@ -530,6 +530,35 @@ class Worker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def attempt_frame(self, wait: float = 1.0) -> str | None:
+        """Where the attempt's code is running right now, as "file.py:12 in fn()" (its innermost frame in the
+        attempt's file), or None: asks the worker for its stacks (checker/worker.py, STACK_SIGNAL) and reads
+        them from its output. Not for a worker in bubblewrap: the signal would reach bubblewrap, not Python."""
+        import re
+        import signal as signals
+
+        from checker.worker import STACK_SIGNAL
+
+        if not self.alive() or self.sandboxed:
+            return None
+        with self._lock:
+            before = "".join(self._fd_output)
+        try:
+            os.kill(self.proc.pid, getattr(signals, STACK_SIGNAL))
+        except (ProcessLookupError, AttributeError):
+            return None
+        frame = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)', re.MULTILINE)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            with self._lock:
+                text = "".join(self._fd_output)
+            dump = text[len(before):] if text.startswith(before) else text
+            for found in frame.finditer(dump):
+                if Path(found["file"]).resolve() == self.attempt_path:
+                    return f"{self.attempt_path.name}:{found['line']} in {found['fn']}()"
+        return None
+
     def stop(self) -> None:
         """End the worker and everything it started that is still in its process group."""
         if self.sock is not None:

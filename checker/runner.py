@@ -202,7 +202,7 @@ def start_child(program: str, argv: list[str], env: dict[str, str], cwd: Path, o
 def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed: int, only: tuple[str, ...],
            profile: str | None, hidden_root: Path | None, launcher: "WarmLauncher | None",
            sandbox: "Sandbox | None" = None, examples: Path | None = None, first: tuple[str, ...] = (),
-           on_event: "Callable[[dict], None] | None" = None) -> _Shard:
+           on_event: "Callable[[dict], None] | None" = None, check_time_limit: float | None = None) -> _Shard:
     """Start one checks process (`start_child`); it starts the attempt's worker inside `sandbox`, if given."""
     output_path = tmp / f"output-{index}.txt"
     read_fd, write_fd = os.pipe()
@@ -231,6 +231,7 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
         "--reference", str(reference), "--module-name", Path(kata.module).stem,
         "--seed", str(seed), "--only", ",".join(only), "--shard", f"{index}/{count}",
         "--claims", str(tmp / "claims"), "--first", ",".join(first),
+        *(["--check-limit", str(check_time_limit)] if check_time_limit is not None else []),
     ]
     asked_at = time.time()
     try:
@@ -357,6 +358,7 @@ def run_kata(
     examples: Path | None = None,
     first: tuple[str, ...] = (),
     on_event: "Callable[[dict], None] | None" = None,
+    check_time_limit: float | None = None,
 ) -> KataResult:
     """Score `attempt` (a file with the kata module's API) against the kata's hidden checks.
 
@@ -370,7 +372,9 @@ def run_kata(
     and tries them first next time (the learner's own file only; checker.kit.example_database). `first`: check
     ids to run before the others, in that order (the report still lists checks in kata order). `on_event` is
     called with each event of every checks process as it arrives ("plan", "start", "result", ...; from reader
-    threads, so it must be thread-safe): what a live report shows while the run goes on.
+    threads, so it must be thread-safe): what a live report shows while the run goes on. `check_time_limit`:
+    CPU seconds any one check's attempt code may take before that check is stopped with the line it was on and
+    the run goes on (default: each check's own, from the kata's mutation report; checker/child.py).
     """
     torch_version = installed_torch_version() or "not installed"
     attempt = Path(attempt).resolve()
@@ -386,7 +390,8 @@ def run_kata(
                 children.append(_spawn(kata, attempt, Path(tmp), index, count, seed=seed, only=only,
                                        profile=profile, hidden_root=hidden_root, launcher=launcher,
                                        sandbox=sandbox, examples=examples, first=first,
-                                       on_event=on_event if index == 0 else _without_plan(on_event)))
+                                       on_event=on_event if index == 0 else _without_plan(on_event),
+                                       check_time_limit=check_time_limit))
         finally:
             _wait_all(children, limit)
         for shard in children:

@@ -407,6 +407,22 @@ def main(argv: list[str] | None = None) -> int:
     return serve(socket.socket(fileno=args.fd), args.memory_limit_mb)
 
 
+STACK_SIGNAL = "SIGUSR1"
+
+
+def _stack_on_request() -> None:
+    """Write every thread's Python stack to the worker's output when the checks process sends STACK_SIGNAL: a
+    check stopped for running too long then says where the attempt was (checker/child.py, CheckClock). An
+    attempt that takes the signal over only loses that line of its own message."""
+    import faulthandler
+    import signal
+
+    try:
+        faulthandler.register(getattr(signal, STACK_SIGNAL), file=sys.__stderr__, all_threads=True)
+    except (AttributeError, ValueError, OSError):  # no such signal here, or no usable stderr
+        pass
+
+
 def serve(sock: socket.socket, memory_limit_mb: int) -> int:
     """Harden this process, then wait for the attempt to load: the checks process starts the worker early
     but names the attempt only once the checks and the reference are loaded, so nothing the attempt does at
@@ -417,6 +433,7 @@ def serve(sock: socket.socket, memory_limit_mb: int) -> int:
     sys.modules["checker.worker"].CHANNEL = sock  # `python -m checker.worker` runs as __main__
     drop_privileges()
     limit_memory(memory_limit_mb)
+    _stack_on_request()
     import warnings
 
     warnings.simplefilter("ignore")

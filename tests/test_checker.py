@@ -318,3 +318,28 @@ def test_checks_that_failed_last_time_run_first_then_the_likeliest_catchers():
     never = [c for c in order if catches.get(c) == 0]
     assert all(order.index(c) > order.index(best) for c in never
                for best in [max(catches, key=lambda k: catches[k])]), "a check that catches nothing goes last"
+
+
+def test_a_check_stuck_in_a_loop_is_stopped_at_its_own_limit_with_the_line_and_the_others_run_on(warm_launcher):
+    """Each check has its own CPU-second limit (from what it took on the reference): past it, the check times
+    out naming where the attempt's code was, and the next check gets a fresh worker; the kata's limit is only the
+    backstop."""
+    checks = ("call_module_node_is_module", "getitem_is_neutral")
+    result = run_kata(KATA1, ATTEMPTS_DIR / "infinite_loop.py", only=checks, time_limit=120, check_time_limit=3,
+                      launcher=warm_launcher)
+    assert [c.status for c in result.checks] == ["timeout", "timeout"], [c.message for c in result.checks]
+    for check in result.checks:
+        assert "3 s of CPU time" in check.message and "infinite_loop.py:" in check.message, check.message
+        assert " in node_dialect()" in check.message or " in detect_dialect()" in check.message, check.message
+    assert result.status == "fail" and result.duration_s < 60, (result.status, result.duration_s)
+
+
+def test_each_check_limit_comes_from_its_time_on_the_reference():
+    from checker.child import MIN_CHECK_LIMIT, check_limits
+    from checker.mutation_report import load_report
+
+    kata = get_kata(5)
+    learner, deep = check_limits(kata.checks_path, "learner"), check_limits(kata.checks_path, "deep")
+    seconds = {c: s["seconds"] for c, s in load_report(kata).checks.items()}
+    assert set(learner) == set(seconds) and all(learner[c] >= max(MIN_CHECK_LIMIT, 10 * seconds[c]) for c in seconds)
+    assert all(deep[c] > learner[c] for c in learner)
