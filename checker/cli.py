@@ -330,11 +330,17 @@ def cmd_watch(args: argparse.Namespace) -> int:
     colour = use_colour()
 
     def run_once() -> str:
+        live = None
+        if sys.stdout.isatty():  # failures as they come, right under the cleared screen's top line
+            from checker.live import LiveReport
+
+            live = LiveReport(kata, sys.stdout, colour=colour, columns=terminal_columns(), verbose=args.verbose)
         try:
-            result = _score(kata, attempt, args)
+            result = _score(kata, attempt, args, live)
         except UsageError as exc:
             return str(exc)
-        return render_text(kata, result, verbose=args.verbose, colour=colour, columns=terminal_columns())
+        return render_text(kata, result, verbose=args.verbose, colour=colour, columns=terminal_columns(),
+                           shown=frozenset(live.shown) if live else frozenset(), compact=not args.verbose)
 
     return watch(attempt, run_once, interval=args.interval, debounce=args.debounce)
 

@@ -123,10 +123,11 @@ def check_block(check: CheckResult, style: "_Style", *, shown_errors: dict[str, 
 
 
 def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour: bool = False,
-                columns: int | None = None, shown: frozenset[str] = frozenset()) -> str:
+                columns: int | None = None, shown: frozenset[str] = frozenset(), compact: bool = False) -> str:
     """The report a person reads; `columns` (a terminal's width) wraps messages at word boundaries. `shown`: ids
     of failing checks whose messages a live report already printed above (checker/live.py); they get their line
-    only here, so nothing is said twice."""
+    only here, so nothing is said twice. `compact` (`make watch`, to fit one screen): a stage whose checks all
+    pass is one line."""
     style = _Style(colour)
     out = [style(f"Kata {kata.number} · {kata.title}", "1"), f"attempt: {display_path(result.attempt)}", ""]
     if result.status == "error" and all(c.status == "not_run" for c in result.checks):
@@ -141,6 +142,11 @@ def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour
     for stage in kata.stages:
         checks = [c for c in result.checks if c.stage == stage]
         if not checks:
+            continue
+        if compact and all(c.status == "pass" for c in checks):
+            points = sum(c.weight for c in checks)
+            out.append(f"{style(stage, '1;34')}  {style(MARKS['pass'], '32')} all {len(checks)} checks "
+                       f"({points}/{points})")
             continue
         out.append(style(stage, "1;34"))
         for check in checks:

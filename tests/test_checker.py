@@ -343,3 +343,17 @@ def test_each_check_limit_comes_from_its_time_on_the_reference():
     seconds = {c: s["seconds"] for c, s in load_report(kata).checks.items()}
     assert set(learner) == set(seconds) and all(learner[c] >= max(MIN_CHECK_LIMIT, 10 * seconds[c]) for c in seconds)
     assert all(deep[c] > learner[c] for c in learner)
+
+
+def test_compact_report_folds_stages_that_pass_into_one_line():
+    from checker.report import render_text
+    from checker.runner import CheckResult, KataResult
+
+    checks = [CheckResult("a", "module", "fuses safe pairs", "fail", 2, message="fused 0 of 2"),
+              CheckResult("b", "module", "keeps others", "pass", 1),
+              CheckResult("c", "aten", "fuses aten pairs", "pass", 2), CheckResult("d", "aten", "keeps aten", "pass", 1)]
+    result = KataResult(3, "t", "fail", 4, 6, checks, "fusion.py", "2.13.0", 1.0)
+    compact = render_text(get_kata(3), result, compact=True)
+    assert "aten  ✓ all 2 checks (3/3)" in compact and "fuses aten pairs" not in compact
+    assert "keeps others" in compact and "fused 0 of 2" in compact, "a stage with a failure is shown whole"
+    assert "fuses aten pairs" in render_text(get_kata(3), result)
