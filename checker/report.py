@@ -129,7 +129,10 @@ def render_text(kata: Kata, result: KataResult, *, verbose: bool = False, colour
     only here, so nothing is said twice. `compact` (`make watch`, to fit one screen): a stage whose checks all
     pass is one line."""
     style = _Style(colour)
-    out = [style(f"Kata {kata.number} · {kata.title}", "1"), f"attempt: {display_path(result.attempt)}", ""]
+    out = [style(f"Kata {kata.number} · {kata.title}", "1"), f"attempt: {display_path(result.attempt)}"]
+    if kata.builds_on:
+        out.append(f"with: {uses_line(kata, result.attempt)}")
+    out.append("")
     if result.status == "error" and all(c.status == "not_run" for c in result.checks):
         out += [style("No check could run:", "31"), _indent(cap(result.message), "  ")]
         if verbose and result.detail:
@@ -178,6 +181,15 @@ def time_line(result: KataResult, slowest: int = 3) -> str:
     ran = sorted((c for c in result.checks if c.seconds), key=lambda c: -c.seconds)[:slowest]
     checks = ", ".join(f"{c.id} {c.seconds:.2f}" for c in ran)
     return (f"time: {total:.2f} s ({how}): {phases} s" + (f"; slowest checks: {checks} s" if checks else ""))
+
+
+def uses_line(kata: Kata, attempt: str | Path) -> str:
+    """The earlier katas' files this attempt runs with (katas/common/learner.py decides which), for the header."""
+    from checker.manifest import get_kata
+    from katas.common.learner import earlier_kata_file
+
+    files = [earlier_kata_file(attempt, k.slug, k.module) for k in map(get_kata, kata.builds_on)]
+    return ", ".join(display_path(f) for f in files)
 
 
 def builds_on_sentence(kata: Kata) -> str:

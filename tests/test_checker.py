@@ -357,3 +357,18 @@ def test_compact_report_folds_stages_that_pass_into_one_line():
     assert "aten  ✓ all 2 checks (3/3)" in compact and "fuses aten pairs" not in compact
     assert "keeps others" in compact and "fused 0 of 2" in compact, "a stage with a failure is shown whole"
     assert "fuses aten pairs" in render_text(get_kata(3), result)
+
+
+def test_the_report_names_the_earlier_katas_files_an_attempt_ran_with():
+    from checker.report import render_text
+    from checker.runner import KataResult
+
+    kata5 = get_kata(5)
+    def header(attempt) -> str:
+        return render_text(kata5, KataResult(5, "t", "fail", 0, 1, [], str(attempt), "2.13.0", 1.0)).splitlines()[2]
+
+    assert header(kata5.stub_path) == "with: katas/03_fusion_guard/fusion.py, katas/04_op_support/op_support.py"
+    assert header(kata5.solution_path) == ("with: solutions/03_fusion_guard/fusion.py, "
+                                           "solutions/04_op_support/op_support.py")
+    kata3 = get_kata(3)
+    assert "with:" not in render_text(kata3, KataResult(3, "t", "fail", 0, 1, [], str(kata3.stub_path), "2.13.0", 1.0))

@@ -27,6 +27,14 @@ def _katas_folder_of_caller(depth: int) -> Path | None:
     return Path(caller).resolve().parent.parent if caller else None
 
 
+def earlier_kata_file(caller_file: Path | str, slug: str, module: str) -> Path:
+    """The file `your_kata(slug, module)` loads when called from `caller_file`, outside grading: the sibling
+    `<slug>/<module>` beside the caller's kata folder if there is one, else the repository's own (what the
+    checker names in its report, so a learner knows which file of an earlier kata ran)."""
+    sibling = Path(caller_file).resolve().parent.parent / slug / module
+    return sibling if sibling.is_file() else KATAS_DIR / slug / module
+
+
 def your_kata(slug: str, module: str) -> ModuleType:
     """Your module `<katas folder>/<slug>/<module>` (e.g. "03_fusion_guard", "fusion.py"), freshly imported."""
     sibling_folder = _katas_folder_of_caller(2)
