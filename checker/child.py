@@ -36,7 +36,7 @@ MAX_OUTPUT_CHARS = 2000
 
 MAX_WORKER_RESTARTS = 3  # a worker that dies is restarted for the next check, this many times per run
 CLOCK_POLL_SECONDS = 0.25
-MIN_CHECK_LIMIT = 20.0  # CPU seconds a check may always take, whatever it took on the reference
+MIN_CHECK_LIMIT = 10.0  # CPU seconds a check may always take, whatever it took on the reference
 CHECK_LIMIT_FACTOR = 10.0  # times its time on the reference (hidden/mutation.toml) a check may take
 DEEP_FACTOR = 4.0  # the deep profile tries many more random examples per fuzz check
 

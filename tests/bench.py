@@ -6,6 +6,8 @@
   shard), first (no warm server yet: the run starts cold and starts the server when done) and warm (the server lives),
   each as a ratio to the floor, with where the warm run's time went (checker/warm.py, PHASES in runner.py);
 - `make watch`: from saving the file to the verdict on screen, with the server warm;
+- the first failing check on screen (the live report, checker/live.py): each kata's first known mistake as a new
+  one and again (its failed checks run first), and how soon an infinite loop is reported with its line;
 - Hypothesis throughput: examples per second of each fuzz check (from the checker's verbose JSON);
 - `python -m checker all --fresh` with every kata solved, and `make test` (skip with --no-make-test).
 
@@ -39,6 +41,27 @@ import torch
 mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
 torch.compile(mlp, backend="eager", fullgraph=True)(torch.randn(2, 8))
 """
+FIRST_FAILURE_CODE = """
+import json, sys, time
+from checker.live import first_checks
+from checker.manifest import get_kata
+from checker.runner import interactive_shards, run_kata
+from checker.warm import learner_launcher
+kata, attempt, failed = get_kata(int(sys.argv[1])), sys.argv[2], [c for c in sys.argv[3].split(",") if c]
+launcher = learner_launcher(wait=True)
+started, seen = time.perf_counter(), []
+def on_event(event):
+    if event.get("event") == "result" and event.get("status") in ("fail", "error", "timeout") and not seen:
+        seen.append((time.perf_counter() - started, event.get("message", "")))
+result = run_kata(kata, attempt, shards=interactive_shards(), launcher=launcher, first=first_checks(kata, failed),
+                  on_event=on_event, time_limit=float(sys.argv[4]) if len(sys.argv) > 4 else None)
+print(json.dumps({"first": seen[0][0] if seen else None, "message": seen[0][1][:300] if seen else "",
+                  "total": time.perf_counter() - started, "start": result.start,
+                  "failing": [c.id for c in result.checks if c.status in ("fail", "error", "timeout")]}))
+"""
+FIRST_FAILURE_TARGET = 1.0  # a wrong attempt's first failing check on screen, x floor (issue 34)
+FIRST_FAILURE_AGAIN_TARGET = 0.3  # ... when that check failed on the learner's last run
+LOOP_LINE_TARGET_S = 30.0  # an infinite loop reported with its file and line
 COLD_RATIO_TARGET = 2.0  # a cold run (issue 15: "no slower than today (<= 2x the floor)")
 FIRST_RATIO_TARGET = 2.0  # the first run of a session: cold, then starts the server (no slower than cold)
 WARM_RATIO_TARGET = 0.7  # a second `make kata` while the server lives
@@ -100,6 +123,48 @@ def measure_watch(number: int) -> float:
         finally:
             watcher.terminate()
             watcher.wait()
+
+
+def measure_first_failure(number: int, attempt: Path, failed: list[str], time_limit: float | None = None) -> dict:
+    """Seconds from asking to the first failing check's result (server warm), the run's total, and what failed:
+    what a learner waits for before the live report shows the first thing to fix (checker/live.py)."""
+    args = [sys.executable, "-c", FIRST_FAILURE_CODE, str(number), str(attempt), ",".join(failed)]
+    _, proc = timed(args + ([str(time_limit)] if time_limit else []))
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return {"first": None, "total": 0.0, "failing": [], "message": proc.stderr.strip()[-300:]}
+
+
+def first_failure_rows(katas: list, floor: float) -> list[bool]:
+    """Per kata, its first hand-written mutant twice: as a new mistake, and again with the checks that failed
+    first (the learner's last run); then an infinite loop in kata 1, which must be reported with its line."""
+    verdicts = []
+    print(f"\n{'first failing check on screen':<40} {'new':>7} {'x':>5} {'again':>7} {'x':>5} {'whole run':>9}")
+    for kata in katas:
+        mutants = sorted((REPO_ROOT / "tests" / "mutants" / kata.slug).glob("*.py"))
+        if not mutants:
+            continue
+        new = measure_first_failure(kata.number, mutants[0], [])
+        again = measure_first_failure(kata.number, mutants[0], new["failing"])
+        if new["first"] is None or again["first"] is None:
+            print(f"{kata.number} {mutants[0].stem[:36]:<38} no failing check: {new.get('message', '')[:80]}")
+            continue
+        ratios = new["first"] / floor, again["first"] / floor
+        verdicts += [ratios[0] <= FIRST_FAILURE_TARGET, ratios[1] <= FIRST_FAILURE_AGAIN_TARGET]
+        print(f"{kata.number} {mutants[0].stem[:36]:<38} {new['first']:>6.2f}s {ratios[0]:>4.1f}x "
+              f"{again['first']:>6.2f}s {ratios[1]:>4.1f}x {new['total']:>8.1f}s")
+    print(f"targets (x floor): new <= {FIRST_FAILURE_TARGET:g}, again <= {FIRST_FAILURE_AGAIN_TARGET:g}; "
+          f"met: {sum(verdicts)}/{len(verdicts)}")
+    if any(k.number == 1 for k in katas):
+        loop = measure_first_failure(1, REPO_ROOT / "tests" / "attempts" / "infinite_loop.py", [], time_limit=60)
+        named = "infinite_loop.py:" in loop.get("message", "")
+        ok = loop["first"] is not None and loop["first"] <= LOOP_LINE_TARGET_S and named
+        verdicts.append(ok)
+        shown = f"{loop['first']:.1f} s" if loop["first"] is not None else "never"
+        print(f"an infinite loop (kata 1) reported {'with its line' if named else 'WITHOUT its line'} after "
+              f"{shown} (target <= {LOOP_LINE_TARGET_S:g} s: {verdict(ok)})")
+    return verdicts
 
 
 def phases_text(data: dict) -> str:
@@ -198,6 +263,7 @@ def _bench(args: argparse.Namespace) -> int:
                       for c in data["checks"] for run in c.get("fuzz", [])]
     print(f"targets (x floor): cold <= {COLD_RATIO_TARGET:g}, first <= {FIRST_RATIO_TARGET:g}, "
           f"warm <= {WARM_RATIO_TARGET:g}, watch <= {WATCH_RATIO_TARGET:g}; met: {sum(verdicts)}/{len(verdicts)}")
+    first_failure_rows([k for k in load_katas() if not args.kata or k.number in args.kata], floor)
     print("\nwhere a warm run's time goes (seconds; the slowest shard's, see checker/runner.py PHASES):")
     print("\n".join(phases))
 
