@@ -29,7 +29,8 @@ def node_dialect(node: torch.fx.Node) -> Dialect | None:
     Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, shape arithmetic (a call_function
     whose recorded value is a size: a SymInt, SymFloat, SymBool or a plain number, whatever its target, an aten
     overload such as aten.sym_size.int too), custom ops (namespace neither aten nor prims), operator.getitem,
-    higher-order ops and grad-mode/autocast switches. An aten OpOverloadPacket is TORCH.
+    higher-order ops, grad-mode/autocast switches and functorch's transform bookkeeping (functions of
+    torch._functorch.predispatch). An aten OpOverloadPacket is TORCH.
     See README.md, "Classifying one node": the first row that matches decides.
     """
     raise NotImplementedError("node_dialect: classify one node — README.md, 'Classifying one node'")

@@ -32,6 +32,10 @@ MODE_SWITCHES = (
     torch.amp.autocast_mode._enter_autocast,
     torch.amp.autocast_mode._exit_autocast,
 )
+# functorch's transform bookkeeping: torch.export records torch.vmap (create_block_mask calls it) and torch.func.jvp
+# as calls to this module's functions (_add_batch_dim, _vmap_increment_nesting, _make_dual, ...) beside the aten ops
+# they wrap. They wrap and unwrap tensors and compute nothing.
+FUNCTORCH_BOOKKEEPING = "torch._functorch.predispatch"
 # What a shape computation records as its value: sizes are SymInts when they are symbolic, plain numbers when not.
 SHAPE_VALUES = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
 
@@ -54,10 +58,13 @@ def _recorded_value(node: torch.fx.Node) -> object:
 
 
 def _is_structure(node: torch.fx.Node) -> bool:
-    """A call_function that says nothing about the level: it unpacks, switches a mode or calls subgraphs."""
+    """A call_function that says nothing about the level: it unpacks, switches a mode, keeps a functorch transform's
+    books or calls subgraphs."""
     target = node.target
     if target is operator.getitem or any(target is switch for switch in MODE_SWITCHES):
         return True
+    if getattr(target, "__module__", None) == FUNCTORCH_BOOKKEEPING:
+        return True  # vmap's batch-dim calls, jvp's dual-tensor calls: bookkeeping around the ops they wrap
     return isinstance(target, torch._ops.HigherOrderOperator)  # cond, scan, ...: the ops are in its subgraphs
 
 
@@ -66,7 +73,7 @@ def node_dialect(node: torch.fx.Node) -> Dialect | None:
 
     Neutral: placeholder, get_attr, output, export's `_guards_fn` call_module, shape arithmetic (a call_function
     that records a size, whatever its target: aten.sym_size.int too), custom ops (any namespace but aten/prims),
-    and the structure call_functions (getitem, higher-order ops, mode switches).
+    and the structure call_functions (getitem, higher-order ops, mode switches, functorch's transform bookkeeping).
     """
     if node.op == "call_module":
         return None if node.target == GUARDS_MODULE else Dialect.MODULE

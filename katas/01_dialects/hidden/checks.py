@@ -599,6 +599,44 @@ def subgraphs_inside_tuple_arguments_count(ctx):
                        describe=programs.describe_flex(score, mask, method))
 
 
+FUNCTORCH_WHY = ("torch.export records a functorch transform in forward (torch.vmap, which create_block_mask calls; "
+                 "torch.func.jvp) as calls to functions of torch._functorch.predispatch ({names}) around the aten ops "
+                 "they wrap: transform bookkeeping that wraps and unwraps tensors and computes nothing, neutral like the "
+                 "mode switches (recognise them by target.__module__, not by a list of names). So the aten ops "
+                 "decide{ops}")
+
+
+@CHECKS.check(stage="aten", weight=2)
+def functorch_bookkeeping_is_neutral(ctx):
+    "export of torch.vmap, torch.func.jvp or create_block_mask in forward: torch._functorch.predispatch calls are neutral"
+    cases = [("vmap_core", "export", "core_aten", ": relu, mul and add are core"),
+             ("jvp", "export", "aten", ": aten._make_dual, aten._unpack_dual and aten.ones_like are not core"),
+             ("block_mask", "export", "aten", ": aten.arange, aten.index_put_, aten._assert_tensor_metadata, ... are "
+                                             "not core")]
+    if ctx.deep:
+        cases += [("vmap_linear", "export", "aten", ": aten.linear is not core"),
+                  ("vmap_linear", "dynamo", "torch", ", with Dynamo's torch-level calls beside them: TORCH"),
+                  ("block_mask", "dynamo", "torch", ", with Dynamo's torch-level calls beside them: TORCH")]
+    for case, method, expected, ops in cases:
+        gm = programs.functorch_graph(case, method)  # the probe builds its own: vmap's meta cannot be copied across
+        names = sorted({node.target.__name__ for node in all_nodes(gm)
+                        if getattr(node.target, "__module__", None) == "torch._functorch.predispatch"})
+        why = FUNCTORCH_WHY.format(names=", ".join(names), ops=ops)
+        described = programs.describe_functorch(case, method)
+        answers = ctx.probe(probes.probe_functorch, case, method)
+        for path, graph_module in gm.named_modules():
+            if not isinstance(graph_module, torch.fx.GraphModule):
+                continue
+            for node in graph_module.graph.nodes:
+                want = value(ctx.reference.node_dialect(node))
+                expect_answer(answers["nodes"][f"{path}/{node.name}" if path else node.name], want,
+                              f"node_dialect({node_text(node)})", f"{why}.\n{described}", gm)
+        expect_answer(answers["graph"], expected, "detect_dialect on the graph described below",
+                      f"{why}.\n{described}", gm)
+        expect_answer(answers["again"], expected, "detect_dialect asked a second time about the same graph object",
+                      f"an answer must not depend on an earlier call.\n{described}", gm)
+
+
 @CHECKS.check(stage="aten", weight=1)
 def prims_graphs_are_aten(ctx):
     "prims ops are aten-level and never core: a graph of prims is ATEN"
@@ -656,8 +694,8 @@ def core_means_the_core_tag(ctx):
                  "aten.reshape and aten.chunk are not tagged core, although export's default decomposition table "
                  "has no entry for either")
     expect_zoo(ctx, ("autocast_block",), "export_core", "aten",
-               "run_decompositions() keeps aten._assert_tensor_metadata here, and it is not tagged core: the tag "
-               "decides, not the tool that made the graph")
+               "run_decompositions() keeps aten._assert_tensor_metadata here (no node reads it, and every node counts, "
+               "read or not), and it is not tagged core: the tag decides, not the tool that made the graph")
 
 
 # --- stage: edge_cases ----------------------------------------------------------------------------------
@@ -749,7 +787,8 @@ def torch_and_aten_nodes_raise_mixed(ctx):
                  "symbolic_trace of `torch.ops.aten.relu.default(x) * 2`",
                  "relu_default calls an aten overload while mul (operator.mul, no recorded value) is torch-level")
     expect_mixed(ctx, captured("half_lowered", "dynamo"), how_captured("half_lowered", "dynamo"),
-                 "user code calls the aten overload aten.max.dim, which Dynamo keeps beside torch-level linear and relu")
+                 "user code calls the aten overload aten.max.dim, which Dynamo keeps beside torch-level linear and relu "
+                 "(max.dim records a tuple of two tensors: a tuple is not a size, so it is aten-level)")
 
 
 @CHECKS.check(stage="edge_cases", weight=1)
@@ -758,6 +797,11 @@ def mixed_levels_across_subgraphs_raise_mixed(ctx):
     expect_mixed(ctx, captured("cond_half_lowered", "dynamo"), how_captured("cond_half_lowered", "dynamo"),
                  "the top-level graph is torch-level (x.sum() > 0) and the true branch's subgraph calls aten.sin.default: "
                  "the graph and its subgraphs are one program, judged together")
+
+
+NESTED_HOW = ("torch.cond(h.amax() > 0, [torch.cond(h.amax() > 0, [relu(h) * 2], [Linear(h)])], [Linear(h)]): "
+              "aten.t + aten.addmm only in the outer false branch (false_graph_0, depth 1) and in the inner false branch "
+              "(true_graph_0.false_graph_0, depth 2)")
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
@@ -789,9 +833,7 @@ def answers_for_the_graph_as_it_is_now(ctx):
                   "every op in it is core now; gm.code still shows aten.t, since only recompile() rewrites it. "
                   "Answer from the nodes as they are, not from a cache keyed by gm.code or anything else", after)
     # the same inside subgraphs: a pass rewrites a cond branch's nodes in place, at depth 1 and 2
-    nested_how = ("make_fx of torch.cond(h.amax() > 0, [torch.cond(h.amax() > 0, [relu(h) * 2], [Linear(h)])], "
-                  "[Linear(h)]): aten.t + aten.addmm only in the outer false branch (false_graph_0, depth 1) and in "
-                  "the inner false branch (true_graph_0.false_graph_0, depth 2)")
+    nested_how = f"make_fx of {NESTED_HOW}"
     for recompile in ((False, True) if ctx.deep else (False,)):
         answers = ctx.probe(probes.probe_rewrite_subgraphs, recompile)
         if answers["before"] != "aten":
@@ -811,18 +853,35 @@ def answers_for_the_graph_as_it_is_now(ctx):
 
 
 def _expect_graph_untouched(answers: dict, how: str, also: str = "") -> None:
+    """`answers` from probes.probe_unread_nodes / probe_retargeted: the module's state (probes.graph_snapshot)
+    before and after the call, and (probe_retargeted) what gm(x) computed before and after it."""
     before, after = answers["before"], answers["after"]
-    if before == after:
+    ran = "ran_before" in answers and answers["ran_before"] != answers["ran_after"]
+    if before == after and not ran:
         return
-    gone = [entry.split(" ")[0] for entry in before if entry not in after]
-    added = [entry.split(" ")[0] for entry in after if entry not in before]
-    changes = "; ".join(part for part in (f"gone: {', '.join(gone)}" if gone else "",
-                                          f"new or changed: {', '.join(added)}" if added else "") if part)
+    changes = [f"{what}: {'added' if what not in before else 'removed' if what not in after else 'changed'}"
+               for what in list(before) + [what for what in after if what not in before]
+               if before.get(what) != after.get(what)]
+    shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more" if len(changes) > 6 else "")
+    meta = any("meta[" in change for change in changes)
+    code = any("generated code" in change or "the forward it runs" in change for change in changes)
+    advice = []
+    if meta:
+        advice.append("Meta: node.meta and gm.meta belong to the graph too: passes downstream read 'val', "
+                      "'stack_trace' and 'nn_module_stack' from it, so add, remove or replace no key, not even a note "
+                      "of your own")
+    if code or ran:
+        advice.append("Code: gm.code and the forward the caller runs change only when the caller recompiles "
+                      "(recompile() makes a new forward even when the code comes out the same, and setting gm.graph recompiles): "
+                      "a pass halfway through has retargeted nodes without recompiling yet, and after your call gm(x) "
+                      "must compute what it computed before" + (" — here it does not" if ran else ""))
     raise CheckFailed(
-        f"detect_dialect changed the graph it was asked about ({how}): it held {len(before)} nodes, subgraphs included, "
-        f"before the call and {len(after)} after ({changes or 'their order changed'}). detect_dialect only reads: the "
-        f"graph belongs to the caller, who may be halfway through a pass. Do not run eliminate_dead_code(), "
-        f"recompile(), lint or any pass on it, nor on its subgraphs{also}")
+        f"detect_dialect changed the module it was asked about ({how}): {shown or 'what gm(x) computes'}. "
+        f"detect_dialect only reads: the graph belongs to the caller, who may be halfway through a pass, and it must "
+        f"find everything as it left it: the nodes of the graph and its subgraphs, their meta, the module's "
+        f"attributes and submodules, its code. Do not run eliminate_dead_code(), recompile(), lint or any pass on it, "
+        f"nor on its subgraphs, and set nothing on them" + "".join(f". {line}" for line in advice)
+        + also)
 
 
 @CHECKS.check(stage="edge_cases", weight=2)
@@ -850,6 +909,14 @@ def unread_nodes_count_and_the_graph_is_left_alone(ctx):
                   "aten.t.default is not core, and a node nobody reads is still a node of the subgraph: every node "
                   "of every subgraph a higher-order op calls counts, read or not", sub)
     _expect_graph_untouched(answers, how)
+    how = ("make_fx of `relu(x) * 2`, whose relu node a pass has just retargeted to aten.square.default in place, "
+           "without recompiling yet (gm.code still shows relu, and gm(-ones) still gives zeros)")
+    answers = ctx.probe(probes.probe_retargeted, "top")
+    _expect_graph_untouched(answers, how)
+    if ctx.deep:
+        how = (f"make_fx of {NESTED_HOW}, after a pass rewrote the aten.t nodes of both false branches in place into "
+               f"aten.permute without recompiling them yet")
+        _expect_graph_untouched(ctx.probe(probes.probe_retargeted, "subgraph"), how)
 
 
 # --- stage: fuzz -----------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ as a copy. Two kinds of question cannot travel that way:
   fresh copy, which hides an attempt that caches its answer per GraphModule or per node (and a rewrite inside
   a subgraph would not reach the worker's copy at all). `probe_rewrite_in_place` and `probe_rewrite_subgraphs`
   rewrite the very graph the attempt has already answered for;
-* whether the attempt changed the graph it was asked about (inside subgraphs too): `probe_unread_nodes`.
+* whether the attempt changed the graph it was asked about (inside subgraphs too: its nodes, their meta, the code
+  and the forward that runs): `probe_unread_nodes`, `probe_retargeted`.
 
 A probe returns the attempt's answers as plain data (see `answer`); the checks decide what is right.
 """
@@ -130,16 +131,99 @@ def unread_node_graph(case: str) -> torch.fx.GraphModule:
     return programs.add_unread_node(programs.capture_program(("cond", ("core",), ("core",)), "none", "make_fx", False))
 
 
-def graph_snapshot(gm: torch.fx.GraphModule) -> list[str]:
-    """Every node of `gm` and of every GraphModule it holds, as "path/name op target"."""
-    return [f"{path}/{node.name} {node.op} {node.target}" if path else f"{node.name} {node.op} {node.target}"
-            for path, graph_module in gm.named_modules() if isinstance(graph_module, torch.fx.GraphModule)
-            for node in graph_module.graph.nodes]
+def _token(value: object) -> str:
+    """An object's identity, plus its keys or length for a dict or list (a change made inside it in place)."""
+    if isinstance(value, dict):
+        return f"{id(value)} keys={list(value)!r}"
+    if isinstance(value, (list, set)):
+        return f"{id(value)} len={len(value)}"
+    return str(id(value))
+
+
+def graph_snapshot(gm: torch.fx.GraphModule) -> dict[str, str]:
+    """Everything the caller's GraphModule holds and runs, as {what: token}, for `gm` and every module it holds
+    (subgraphs, partitions, leftovers): the module object and its class, every attribute (gm.meta's keys too), the
+    generated code (gm.code) and the forward that runs, each node (op, target, args, kwargs, order) and each node's
+    meta, key by key (the identity of each value). Two snapshots are equal when the call left everything as found."""
+    state: dict[str, str] = {}
+    for path, module in gm.named_modules(remove_duplicate=False):
+        where = f"`{path}`" if path else "the root module"
+        state[f"{where}: the module object"] = str(id(module))
+        state[f"{where}: its class"] = str(id(type(module)))
+        for name, attribute in vars(module).items():
+            if name not in ("meta", "_code", "_lineno_map"):  # meta key by key, the code as text (below)
+                state[f"{where}: attribute {name!r}"] = _token(attribute)
+        for kind in ("_modules", "_parameters", "_buffers"):
+            for name, held in getattr(module, kind, {}).items():
+                state[f"{where}: {kind[1:-1]} {name!r}"] = str(id(held))
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for key, meta_value in getattr(module, "meta", {}).items():
+            state[f"{where}: meta[{key!r}] (gm.meta)"] = _token(meta_value)
+        state[f"{where}: its generated code (gm.code)"] = module.code
+        state[f"{where}: the forward it runs"] = str(id(type(module).__dict__.get("forward", type(module).forward)))
+        for name, attribute in vars(module.graph).items():
+            state[f"{where}: graph attribute {name!r}"] = _token(attribute)
+        state[f"{where}: its nodes, in order"] = " ".join(node.name for node in module.graph.nodes)
+        for node in module.graph.nodes:
+            state[f"{where}: node {node.name!r}"] = (f"{node.op} {node.target} args={node.args!r} "
+                                                     f"kwargs={node.kwargs!r} type={node.type!r}")
+            for key, meta_value in node.meta.items():
+                state[f"{where}: node {node.name!r}: meta[{key!r}]"] = _token(meta_value)
+    return state
+
+
+def run_graph(gm: torch.fx.GraphModule, inputs: tuple) -> list[float]:
+    """What the caller's module computes now (its forward, as last compiled), as plain numbers."""
+    with torch.no_grad():
+        out = gm(*inputs)
+    flat = out if isinstance(out, (tuple, list)) else (out,)
+    return [round(float(v), 6) for t in flat if isinstance(t, torch.Tensor) for v in t.detach().flatten().tolist()]
+
+
+def retargeted_graph(case: str) -> tuple[torch.fx.GraphModule, tuple, list[str]]:
+    """A graph a pass is halfway through: it retargeted nodes in place and has not called recompile() yet, so
+    gm.code and what gm(x) computes still follow the old nodes. "top": make_fx of relu(x) * 2 with its relu now
+    aten.square.default; "subgraph": make_fx of NESTED_LINEARS with the aten.t nodes of its cond branches (depth 1 and
+    2) now aten.permute. Returns the graph, an input, and the retargeted nodes."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    if case == "top":
+        x = -torch.ones(2, 3)
+        gm = make_fx(lambda t: torch.relu(t) * 2)(x)
+        node = next(n for n in gm.graph.nodes if n.target == aten.relu.default)
+        node.target = aten.square.default
+        return gm, (x,), [node.name]
+    gm = nested_linears_graph()
+    rewritten = rewrite_transposes(gm, recompile=False)
+    return gm, (_programs().example_input(),), rewritten
+
+
+def probe_retargeted(attempt: ModuleType, case: str) -> dict:
+    """detect_dialect of `retargeted_graph(case)`; the module's state and what it computes, before and after."""
+    gm, inputs, rewritten = retargeted_graph(case)
+    before, ran_before = graph_snapshot(gm), run_graph(gm, inputs)
+    got = answer(lambda: attempt.detect_dialect(gm))
+    return {"graph": got, "rewritten": rewritten, "before": before, "after": graph_snapshot(gm),
+            "ran_before": ran_before, "ran_after": run_graph(gm, inputs)}
 
 
 def probe_unread_nodes(attempt: ModuleType, case: str) -> dict:
-    """detect_dialect of `unread_node_graph(case)`, and the graph's nodes before and after that call."""
+    """detect_dialect of `unread_node_graph(case)`, and the module's state before and after that call."""
     gm = unread_node_graph(case)
     before = graph_snapshot(gm)
     got = answer(lambda: attempt.detect_dialect(gm))
     return {"graph": got, "before": before, "after": graph_snapshot(gm)}
+
+
+def probe_functorch(attempt: ModuleType, case: str, method: str) -> dict:
+    """node_dialect of every node and detect_dialect (asked twice) of programs.functorch_graph(case, method), built
+    where the attempt runs: its nodes' meta hold vmap's batched tensors, which cannot be copied across."""
+    gm = _programs().functorch_graph(case, method)
+    nodes = {}
+    for path, graph_module in gm.named_modules():
+        if isinstance(graph_module, torch.fx.GraphModule):
+            for node in graph_module.graph.nodes:
+                nodes[f"{path}/{node.name}" if path else node.name] = answer(lambda: attempt.node_dialect(node))
+    return {"nodes": nodes, "graph": answer(lambda: attempt.detect_dialect(gm)),
+            "again": answer(lambda: attempt.detect_dialect(gm))}

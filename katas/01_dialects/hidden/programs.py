@@ -380,3 +380,53 @@ def describe_flex(score: str, mask: str, method: str) -> str:
     return (f"flex_attention(q, k, v, score_mod={mod}, block_mask=create_block_mask({cut}, ...)) captured with "
             f"{method}: score_mod's subgraph is a direct argument of the flex_attention node, mask_mod's sits inside "
             f"its block-mask tuple argument")
+
+
+# --- functorch transforms: export records their bookkeeping as calls to torch._functorch.predispatch ------------
+
+# case -> (what forward does, the dialect of its export). "vmap_core": torch.vmap of core ops; "vmap_linear": a Linear
+# under torch.vmap (aten.linear, not core); "jvp": torch.func.jvp (aten._make_dual and _unpack_dual, not core);
+# "block_mask": create_block_mask inside forward (it calls torch.vmap), then flex_attention with that mask.
+FUNCTORCH_CASES = {
+    "vmap_core": "torch.vmap(lambda row: relu(row) * 2)(x) + x",
+    "vmap_linear": "torch.vmap(lambda row: Linear(relu(row)))(x)",
+    "jvp": "torch.func.jvp(lambda t: relu(t) * 2, (x,), (torch.ones_like(x),))[1]",
+    "block_mask": f"flex_attention(q, q, q, block_mask=create_block_mask(causal, None, None, {FLEX_SIDE}, {FLEX_SIDE})) "
+                  f"with the block mask built inside forward",
+}
+
+
+class FunctorchModel(nn.Module):
+    def __init__(self, case: str) -> None:
+        super().__init__()
+        self.case = case
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            self.lin = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.case == "vmap_core":
+            return torch.vmap(lambda row: torch.relu(row) * 2)(x) + x
+        if self.case == "vmap_linear":
+            return torch.vmap(lambda row: self.lin(torch.relu(row)))(x)
+        if self.case == "jvp":
+            return torch.func.jvp(lambda t: torch.relu(t) * 2, (x,), (torch.ones_like(x),))[1]
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        block_mask = create_block_mask(lambda b, h, q, kv: q >= kv, None, None, FLEX_SIDE, FLEX_SIDE, device="cpu",
+                                       BLOCK_SIZE=FLEX_SIDE)
+        return flex_attention(x, x, x, block_mask=block_mask)
+
+
+@functools.lru_cache(maxsize=8)
+def functorch_graph(case: str, method: str) -> torch.fx.GraphModule:
+    """FunctorchModel(case) captured with `method` (never edit what it returns)."""
+    from katas.common import capture
+
+    x = (torch.randn(1, 1, FLEX_SIDE, 8, generator=torch.Generator().manual_seed(2)) if case == "block_mask"
+         else example_input())
+    return capture(FunctorchModel(case).eval(), (x,), method).gm
+
+
+def describe_functorch(case: str, method: str) -> str:
+    return f"forward: {FUNCTORCH_CASES[case]}\ncaptured with: {method}"

@@ -53,6 +53,8 @@ def _by_target(target, node: torch.fx.Node):
     # a plain Python callable (or a prims packet): neutral functions, then torch-level
     if any(target is f for f in _NEUTRAL_FUNCTIONS):
         return None
+    if getattr(target, "__module__", None) == "torch._functorch.predispatch":
+        return None  # vmap's and jvp's bookkeeping
     return Dialect.TORCH
 
 

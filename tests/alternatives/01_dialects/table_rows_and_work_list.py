@@ -66,6 +66,7 @@ _ROWS = (
     (lambda n: n.target is operator.getitem, None),
     (lambda n: isinstance(n.target, torch._ops.HigherOrderOperator), None),
     (lambda n: any(n.target is f for f in _MODE_SWITCHES), None),
+    (lambda n: getattr(n.target, "__module__", "") == "torch._functorch.predispatch", None),  # functorch's books
     (lambda n: True, Dialect.TORCH),
 )
 

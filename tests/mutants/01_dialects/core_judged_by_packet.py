@@ -8,7 +8,7 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("overloads_split_by_core_tag",)
+KILLED_BY = ("functorch_bookkeeping_is_neutral", "overloads_split_by_core_tag")
 
 
 def _packet_is_core(packet):

@@ -12,6 +12,7 @@ _DECOMPOSED = set(torch.export.default_decompositions())
 KILLED_BY = (
     "core_means_the_core_tag",
     "every_subgraph_of_every_higher_order_op_counts",
+    "functorch_bookkeeping_is_neutral",
     "prims_graphs_are_aten",
     "symbolic_batch_graphs_are_aten",
 )

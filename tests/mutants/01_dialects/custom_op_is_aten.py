@@ -13,11 +13,11 @@ _right_node_dialect = _ref.node_dialect
 
 KILLED_BY = (
     "custom_ops_are_neutral",
-    "module_graphs_with_custom_ops_and_packets_are_module",
-    "dynamo_graphs_with_custom_ops_cond_and_symbolic_sizes_are_torch",
     "decomposed_exports_are_core_aten",
     "dialect_is_about_content_not_tool",
+    "dynamo_graphs_with_custom_ops_cond_and_symbolic_sizes_are_torch",
     "graph_without_ops_is_torch",
+    "module_graphs_with_custom_ops_and_packets_are_module",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
 )
 

@@ -14,6 +14,7 @@ KILLED_BY = (
     "core_means_the_core_tag",
     "decomposed_exports_are_core_aten",
     "every_subgraph_of_every_higher_order_op_counts",
+    "functorch_bookkeeping_is_neutral",
     "getitem_does_not_mix_levels",
     "getitem_is_neutral",
     "make_fx_export_aot_graphs_are_aten",

@@ -11,6 +11,7 @@ Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
 KILLED_BY = (
+    "functorch_bookkeeping_is_neutral",
     "getitem_is_neutral",
     "random_programs_in_every_capture_and_edit",
     "shape_arithmetic_is_neutral",

@@ -12,6 +12,7 @@ KILLED_BY = (
     "answers_for_the_graph_as_it_is_now",
     "control_flow_and_no_grad_graphs_are_aten",
     "every_subgraph_of_every_higher_order_op_counts",
+    "functorch_bookkeeping_is_neutral",
     "higher_order_ops_are_neutral",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
     "random_programs_in_every_capture_and_edit",

@@ -8,7 +8,7 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
-KILLED_BY = ("symbolic_trace_of_modules_is_module", "module_graphs_with_custom_ops_and_packets_are_module")
+KILLED_BY = ("module_graphs_with_custom_ops_and_packets_are_module", "symbolic_trace_of_modules_is_module")
 
 
 def detect_dialect(gm):

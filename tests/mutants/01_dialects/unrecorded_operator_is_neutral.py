@@ -10,8 +10,11 @@ _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError = _ref.Dialect, _ref.MixedDialectError
 _right_node_dialect = _ref.node_dialect
 
-KILLED_BY = ("torch_level_calls_are_torch", "torch_and_aten_nodes_raise_mixed",
-             "random_programs_in_every_capture_and_edit")
+KILLED_BY = (
+    "random_programs_in_every_capture_and_edit",
+    "torch_and_aten_nodes_raise_mixed",
+    "torch_level_calls_are_torch",
+)
 
 
 def node_dialect(node):
