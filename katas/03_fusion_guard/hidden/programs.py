@@ -8,6 +8,7 @@ whose reshapes flatten and restore, regroup the batch, have no input view, or ch
 side); the GELU's form
 (nn.GELU, a subclass keeping or overriding forward, F.gelu); approximate none/tanh; another reader of the Linear's
 output before the GELU, after it, the graph's output, or a `sym_size.int` of it added to the captured graph by hand;
+an unread in-place op on the Linear's output, a second GELU of it;
 unrelated nodes between the Linear (or its product) and the GELU; the transpose spelled aten.t or
 permute with dims counted from the start or the end; several pairs chained, each drawing its forms on its own (so one
 graph mixes module and function Linears); batch sizes all different or all equal (then a regrouping reshape looks like the identity at
@@ -45,8 +46,11 @@ LINEAR_FORMS = ("module", "functional", "module_keeps", "module_overrides", "mat
                 "matmul_no_input_view", "matmul_refeature")
 GELU_FORMS = ("module", "functional", "module_keeps", "module_overrides")
 # "size": an aten.sym_size.int of the Linear's output, added to the captured graph by hand (no capture makes one on
-# torch 2.13), whose value multiplies the graph's first output
-READERS = ("none", "before", "after", "output", "size")
+# torch 2.13), whose value multiplies the graph's first output; "inplace": z.add_(1.0) right after the Linear, whose
+# result nobody reads (symbolic_trace and Dynamo keep it as an unread call_method reading z; the aten captures
+# thread it: the GELU reads the add_); "gelu": a second GELU of z (F.gelu, the other approximate), added to the
+# pair's GELU: two GELUs reading one Linear are no safe pair (fusing both computes the product twice)
+READERS = ("none", "before", "after", "output", "size", "inplace", "gelu")
 BIASES = ("positional", "keyword", "absent")
 # how a hand-written product spells the weight's transpose: aten.t, or aten.permute(w, dims) in every decomposed
 # capture, dims any spelling of the two dims, counted from the start or the end (w.transpose(0, 1), aten.transpose.int
@@ -126,7 +130,7 @@ def refeature_split(width: int) -> int:
 
 def expected_counts(program: PairProgram) -> tuple[int, int, tuple[str, ...]]:
     """(linears, gelus, sorted approximate of each safe pair), from the design."""
-    return (len(program.pairs), len(program.pairs),
+    return (len(program.pairs), len(program.pairs) + sum(p.reader == "gelu" for p in program.pairs),
             tuple(sorted(p.approximate for p in program.pairs if p.safe())))
 
 
@@ -157,6 +161,8 @@ class Program(nn.Module):
         for i, pair in enumerate(self.program.pairs):
             sides = []
             z = self._linear(i, pair, h, sides)
+            if pair.reader == "inplace":  # in place, its result read by nobody: yet it changes z, which the GELU reads
+                z.add_(1.0)
             if pair.between:  # between z and its GELU in every capture
                 sides.append(torch.sigmoid(h).mean())
             gate = torch.sigmoid(z) if pair.reader == "before" else None
@@ -167,6 +173,8 @@ class Program(nn.Module):
                 g = g + z
             elif pair.reader == "output":
                 returned.append(z)
+            elif pair.reader == "gelu":  # a second GELU of z
+                g = g + F.gelu(z, approximate="none" if pair.approximate == "tanh" else "tanh")
             for side in sides:
                 g = g + side
             h = g
@@ -281,12 +289,17 @@ def program_text(program: PairProgram) -> str:
                                                                    if p.gelu == "module_overrides" else "")
                 if gelu else f"F.gelu(z{i}, approximate={p.approximate!r})")
         lines.append(f"z{i} = {linear}")
+        if p.reader == "inplace":
+            lines.append(f"z{i}.add_(1.0)  # in place: its result is read by nobody, yet it changes z{i}")
         if p.between:
             lines.append(f"s{i} = sigmoid(h).mean()  # unrelated nodes between z{i} and its GELU")
         if p.reader == "before":
             lines.append(f"gate{i} = sigmoid(z{i})  # reads z{i} before the GELU")
         lines.append(f"h = {gelu}" + {"before": f" * gate{i}", "after": f" + z{i}  # reads z{i} after the GELU",
-                                      "output": f"  # z{i} is also returned", "none": "",
+                                      "output": f"  # z{i} is also returned", "none": "", "inplace": "",
+                                      "gelu": f" + F.gelu(z{i}, approximate="
+                                              f"{'none' if p.approximate == 'tanh' else 'tanh'!r})  # a second GELU "
+                                              f"reads z{i}",
                                       "size": f"  # and s{i} = aten.sym_size.int(z{i}, 0), added to the captured "
                                               f"graph by hand, multiplies the first output"}[p.reader])
         if p.between:

@@ -8,7 +8,11 @@ from checker.kit import load_reference
 _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_linear_operands = _ref.linear_operands
 
-KILLED_BY = ("gelu_subclass_fuses_only_with_gelu_forward", "linear_subclass_fuses_only_with_linear_forward")
+KILLED_BY = (
+    "gelu_subclass_fuses_only_with_gelu_forward",
+    "linear_subclass_fuses_only_with_linear_forward",
+    "no_state_between_calls",
+)
 
 
 def linear_operands(gm, node):

@@ -6,7 +6,10 @@ from checker.kit import load_reference
 _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_transposed = _ref.transposed
 
-KILLED_BY = ("matrix_product_without_transposed_weight_is_not_a_linear",)
+KILLED_BY = (
+    "matrix_product_without_transposed_weight_is_not_a_linear",
+    "no_state_between_calls",
+)
 
 
 def transposed(node):
