@@ -50,7 +50,8 @@ LEGALISE_CASES = ("flatten_views", "aliases", "slices_and_views", "batch_not_fir
 LEFT_ALONE_CASES = (("mlp", 1), ("layer_norm_between", 1), ("gram", 1), ("float64_head", 1),
                     ("slices_and_views", 2), ("copies", 2))  # (recipe, how many times legalise runs)
 SUPPORT_CASES = (("layer_norm_between", False), ("float64_head", False), ("flatten_views", False),
-                 ("scaled_by_buffer", False), ("view_dtypes", False), ("slices_and_views", True))
+                 ("scaled_by_buffer", False), ("view_dtypes", False), ("slices_and_views", True),
+                 ("mixed_dtypes", False), ("mixed_dtypes", True))
 
 
 def has_kernel(target: str) -> bool:
@@ -112,7 +113,29 @@ def _why_it_failed(error: str) -> str:
         return ("\nA view reads a tensor whose strides it cannot view: a clone or copy that names a memory format "
                 "(torch.contiguous_format after a transpose) was removed, and the view after it is legal only on its "
                 "output. README.md, 'Step 2'.")
+    if "NPU cannot compile" in error and "(read by" in error and "the NPU runs" in error:
+        return ("\nA node on the NPU reads a tensor of a dtype the NPU lacks: your is_npu_node said yes to it. Its "
+                "output dtype does not tell (type promotion: a float32 tensor times a 0-dim float64 or int64 one is "
+                "float32); every input node's value, at any position, must be a float32, float16 or bfloat16 "
+                "tensor. README.md, 'Step 3'.")
+    if "has no attribute 'fused_" in error or "references nonexistent attribute" in error:
+        return STALE_GRAPH
+    if "was used before it has been defined" in error:
+        return ("\nA node reads one that comes after it in the graph: insert each new node before the call_module it "
+                "replaces (graph.inserting_before), in gm.graph as fuse_partitions left it (a `graph = gm.graph` "
+                "taken before the fuse is a graph nobody runs any more). README.md, 'Step 4: delegate'.")
+    if "bitwise_and" in error and "not implemented for" in error:
+        return ("\nAn integer op (`& 0xFFFF`) got a floating-point tensor: the int32 it reads was made by "
+                "`h.view(torch.int32)`, aten.view.dtype. Rewritten into aten.view with sizes, it keeps the float "
+                "dtype. aten.view.dtype has no sizes and is not a reshape: legalise leaves it alone. README.md, "
+                "'Step 2'.")
     return ""
+
+
+STALE_GRAPH = ("\nThe graph calls a partition's submodule (fused_0, ...) that the graph module no longer has: the "
+               "graph you rewrote is not the one gm runs. fuse_partitions installs a new Graph object on gm; a "
+               "`graph = gm.graph` taken before it is a graph nobody runs any more. Read gm.graph after the fuse. "
+               "README.md, 'Step 4: delegate'.")
 
 
 def expect_outputs(recipe, got: dict, *, state_seed: int | None = None, what: str) -> None:
@@ -322,6 +345,14 @@ def is_npu_node_follows_the_device(ctx):
                 why = (f"{node['target']} is named {node['canonical']!r} like an NPU op, but the NPU's kernel for it "
                        f"takes other arguments (KERNELS[{node['canonical']!r}] in katas/common/npu.py): this overload "
                        f"has no NPU kernel, and NPU.compile refuses it")
+            elif not want and node["outputs"] and all(kind in NPU_DTYPE_KINDS for kind in node["outputs"]):
+                foreign = [f"input {i + 1}, {name}, is {kind.removeprefix('tensor:')}" for i, (name, kind)
+                           in enumerate(zip(node["input_names"], node["inputs"])) if kind not in NPU_DTYPE_KINDS]
+                why = (f"its output is {', '.join(k.removeprefix('tensor:') for k in node['outputs'])}, but "
+                       f"{'; '.join(foreign)}. Type promotion hides it (a 0-dim float64 or int64 tensor times a "
+                       f"float32 one makes float32), and the NPU cannot hold that input: every input node's value, "
+                       f"at any position, a placeholder or a node's result, must be a float32, float16 or bfloat16 "
+                       f"tensor")
             elif not want:
                 why = ("it reads or makes a value the NPU cannot hold: "
                        f"inputs ({', '.join(node['inputs']) or 'none'}), outputs ({', '.join(node['outputs'])}); "
@@ -342,13 +373,19 @@ def _lowered(ctx, recipe, *, state_seed: int | None = None, save_to: str | None 
            f"lower raised on {model_text(recipe)}:\n  {seen.get('error')}{_why_it_failed(str(seen.get('error')))}")
     expect(seen["type"] == "ExportedProgram",
            f"lower returned a {seen['type']}, not the ExportedProgram whose graph calls the NPU. README.md, 'Step 4'.")
+    nested = seen["nested_getitems"]
+    expect(not nested,
+           f"lower's graph of {model_text(recipe)} reads an output of an NPU program as rows of its first output: "
+           f"{'; '.join(nested[:2])}. A partition with several outputs already has getitem users of its "
+           f"call_module, one per output: point them at run_program's list itself. Only a partition with one "
+           f"output needs getitem(run, 0). README.md, 'Step 4'.")
     return seen
 
 
 # every kind of island: whole model, native silu, a CPU op between, legalised views, float64, a buffer, matmul;
 # (`aliases` and `slices_and_views` are legalise's: lowering them adds nothing but time)
 DELEGATED = ("mlp", "silu_mlp", "layer_norm_between", "flatten_views", "float64_head", "scaled_by_buffer", "gram",
-             "three_outputs", "two_inputs", "attention")
+             "three_outputs", "two_inputs", "attention", "mixed_dtypes")
 
 
 def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
@@ -368,11 +405,18 @@ def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
         expect(not refused,
                f"lower's graph of {model_text(recipe)} sends to the NPU {'; '.join(refused)}, which it does not run. "
                f"README.md, 'Step 3'.")
-    stranded = [short(n) for n in seen["outside"] if runs_on_npu(n) and n["canonical"] not in LAYOUT_OPS]
+    stranded = [n for n in seen["outside"] if runs_on_npu(n) and n["canonical"] not in LAYOUT_OPS]
+    refused = [short(n) for n in stranded if n.get("verdict") is not True]
+    expect(not refused,
+           f"lower's graph of {model_text(recipe)} leaves on the CPU {'; '.join(refused)}, which the NPU runs: "
+           f"your is_npu_node says no to it (it returned "
+           f"{', '.join(sorted({repr(n.get('verdict')) for n in stranded if n.get('verdict') is not True}))}), so "
+           f"the partitioner never takes it. An op of NPU_OPS through an overload its kernel takes, reading and "
+           f"making NPU tensors, runs on the NPU. README.md, 'Step 3'.")
     expect(not stranded,
-           f"lower's graph of {model_text(recipe)} leaves on the CPU {'; '.join(stranded)}, which the NPU runs. "
-           f"A partition of one node is still a partition: CapabilityBasedPartitioner drops them unless "
-           f"allows_single_node_partition=True. README.md, 'Step 4'.")
+           f"lower's graph of {model_text(recipe)} leaves on the CPU {'; '.join(short(n) for n in stranded)}, which "
+           f"the NPU runs (your is_npu_node says so too). A partition of one node is still a partition: "
+           f"CapabilityBasedPartitioner drops them unless allows_single_node_partition=True. README.md, 'Step 4'.")
     expect(not seen["leftover_submodules"],
            f"lower's graph module of {model_text(recipe)} still holds the submodule(s) "
            f"{', '.join(seen['leftover_submodules'])}, which no node calls: the partitions' graphs, left behind. "
@@ -429,7 +473,7 @@ def weights_stay_inputs_of_the_program(ctx):
 
 # --- Step 5: save, and load elsewhere ---------------------------------------------------------------------------
 
-SAVED = ("mlp", "layer_norm_between", "scaled_by_buffer")
+SAVED = ("mlp", "layer_norm_between", "scaled_by_buffer", "mixed_dtypes")
 REPLAY_BATCHES = [1, 5, 8]
 
 
@@ -466,6 +510,8 @@ def replay_in(process: subprocess.Popen, folder: Path, recipes: tuple[str, ...])
 def _why_save_refused(error: str | None) -> str:
     if error is None:
         return ""
+    if "references nonexistent attribute" in error:
+        return STALE_GRAPH.strip()
     if "missing val field" in error or "meta" in error and "val" in error:
         return ("A node of the graph has no meta[\"val\"]: every node you insert (run_program, and each getitem of "
                 "its list) needs the fake value its op makes, computed under the inputs' fake mode. README.md, "
@@ -532,13 +578,21 @@ def random_mlps_lower_and_match_eager(ctx):
          max_examples=max(4, ctx.max_examples // 3))
 
 
+def program_plans():
+    """aot_program_plans(), each with a float32 op that reads a tensor of another dtype (probes.MIXED_DTYPES)."""
+    from hypothesis import strategies as st
+
+    return st.tuples(aot_program_plans(), st.sampled_from(probes.MIXED_DTYPES)).map(
+        lambda drawn: {**drawn[0], "mixed": drawn[1]})
+
+
 @CHECKS.check(stage="fuzz", weight=3)
 def random_programs_lower_and_match_eager(ctx):
-    "random programs (1-3 inputs, islands of 1-3 outputs, batch anywhere, casts, view.dtype, transpose+reshape)"
+    "random programs (1-3 inputs, islands of 1-3 outputs, batch anywhere, casts, view.dtype, layouts, mixed dtypes)"
     def prop(plan) -> None:
         seen = _lowered(ctx, plan)
         expect_outputs(plan, seen["outputs"], what="ep.module() of lower's program")
         expect_delegated(plan, seen, None)
 
-    fuzz(ctx, aot_program_plans(), prop, describe=lambda plan: probes.describe_plan(plan) + f"\n  batch sizes {BATCHES}",
+    fuzz(ctx, program_plans(), prop, describe=lambda plan: probes.describe_plan(plan) + f"\n  batch sizes {BATCHES}",
          max_examples=max(3, ctx.max_examples // 4))

@@ -13,6 +13,7 @@ in NPU_OPS — so a mistake in the attempt's export does not hide what its legal
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
@@ -191,6 +192,48 @@ class Copies(nn.Module):
         return self.fc2(F.relu(t.view(b, 8)))
 
 
+class MixedDtypes(nn.Module):
+    """Float32 activations that read tensors of other dtypes, which type promotion hides (each product is float32):
+    Linear -> times a 0-dim float64 buffer (mul's second input) -> GELU -> a 0-dim int64 buffer times it (mul's
+    first input) -> ReLU -> a float64 constant plus it (a lifted constant tensor, add's first input) -> times its
+    mean cast to float64 inside the graph (a node, not a placeholder) -> plus arange(8) (an int64 index made
+    inside) -> tanh -> Linear. Every op between the NPU ops reads a float64 or int64 tensor: it stays on the CPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 8), nn.Linear(8, 3)
+        self.register_buffer("scale", torch.tensor(1.5, dtype=torch.float64))
+        self.register_buffer("step", torch.tensor(3))
+
+    def forward(self, x):
+        h = self.step * F.gelu(self.fc1(x) * self.scale)
+        h = torch.tensor(0.5, dtype=torch.float64) + F.relu(h)
+        h = h * h.mean().double()
+        return self.fc2(torch.tanh(h + torch.arange(8)))
+
+
+# kata 8's fuzz: a float32 op that reads a tensor of another dtype, its output float32 (type promotion), or none
+MIXED_DTYPES = ("float64_buffer", "int64_buffer", "float64_constant", "float64_cast", "int64_index", "none")
+MIXED_TEXT = {"float64_buffer": "a * scale (a 0-dim float64 buffer)", "int64_buffer": "step * a (step: a 0-dim int64 "
+              "buffer)", "float64_constant": "torch.tensor(0.5, dtype=torch.float64) + a",
+              "float64_cast": "a * a.mean().double()", "int64_index": "a + torch.arange(8) (int64)", "none": "a"}
+
+
+def mix_dtypes(module: nn.Module, kind: str, h: torch.Tensor) -> torch.Tensor:
+    """`h` (float32) combined with a tensor of another dtype as `kind` says (MIXED_DTYPES): float32 again."""
+    if kind == "float64_buffer":
+        return h * module.scale64
+    if kind == "int64_buffer":
+        return module.step64 * h
+    if kind == "float64_constant":
+        return torch.tensor(0.5, dtype=torch.float64) + h
+    if kind == "float64_cast":
+        return h * h.mean().double()
+    if kind == "int64_index":
+        return h + torch.arange(h.shape[-1])
+    return h
+
+
 class ProgramModel(nn.Module):
     """The model a plan of `katas.common.strategies.aot_program_plans()` describes (kata 8's fuzz):
 
@@ -210,6 +253,10 @@ class ProgramModel(nn.Module):
         if plan["cast"] == "float64":
             self.head64 = nn.Linear(8, 8).double()
         self.fc_out = nn.Linear(8, 3)
+        if plan.get("mixed") == "float64_buffer":
+            self.register_buffer("scale64", torch.tensor(1.5, dtype=torch.float64))
+        elif plan.get("mixed") == "int64_buffer":
+            self.register_buffer("step64", torch.tensor(3))
 
     def _activate(self, z):
         act = self.plan["activation"]
@@ -222,7 +269,7 @@ class ProgramModel(nn.Module):
         xs = [x for x in (x0, x1, x2) if x is not None]
         z = self.fc0(x0)
         a = self._activate(z)
-        h = a
+        h = mix_dtypes(self, plan.get("mixed", "none"), a)
         for fc, x in zip(self.more, xs[1:]):
             h = h + fc(x).mean(0)
         if plan["batch_at"] == 1:
@@ -260,6 +307,7 @@ def describe_plan(plan: dict) -> str:
     where = {0: "batch x 1 x 8 (batch at position 0)", 1: "1 x batch x 8 (batch at position 1)"}[plan["batch_at"]]
     lines = [f"inputs: {plan['inputs']} of 4 features, independent batches (input i has batch b + 2i)",
              f"  z = Linear(x0); a = {plan['activation']}(z); plus Linear(xi).mean(0) for each further input",
+             f"  h = {MIXED_TEXT[plan.get('mixed', 'none')]}",
              f"  unsqueeze to {where} -> ReLU -> squeeze",
              f"  cast: {plan['cast']}; layout: {plan['layout']}",
              f"  outputs: Linear(h){', z' if plan['outputs'] > 1 else ''}{', a' if plan['outputs'] > 2 else ''}"
@@ -311,6 +359,9 @@ ZOO: dict[str, Recipe] = {
     "copies": Recipe(Copies, (8,), 3, 4, "Linear -> .to(torch.float32, copy=True) -> GELU -> "
                      ".clone(memory_format=torch.preserve_format) -> view(B, 2, 4).transpose(1, 2) -> "
                      ".to(memory_format=torch.contiguous_format, copy=True) -> view(B, 8) -> ReLU -> Linear", 3),
+    "mixed_dtypes": Recipe(MixedDtypes, (4,), 4, 5, "Linear -> * (0-dim float64 buffer) -> GELU -> (0-dim int64 "
+                           "buffer) * -> ReLU -> tensor(0.5, float64) + -> * mean().double() -> + arange(8) (int64) "
+                           "-> tanh -> Linear: float32 ops reading float64 and int64 tensors"),
     "view_dtypes": Recipe(ViewDtypes, (4,), 2, 3, "Linear -> (.view(torch.int32) & 0xFFFF, "
                           "nan_to_num(ReLU.view(torch.float16)) * 2)", 2),
 }
@@ -393,7 +444,8 @@ def describe_node(node: torch.fx.Node) -> dict:
             "sets_layout": _sets_layout(node),
             "plain_copy": _is_plain_copy(node),
             "users": len(node.users),
-            "inputs": [_kind(source.meta.get("val")) for source in node.all_input_nodes], "outputs": outs}
+            "inputs": [_kind(source.meta.get("val")) for source in node.all_input_nodes],
+            "input_names": [source.name for source in node.all_input_nodes], "outputs": outs}
 
 
 def _sets_layout(node: torch.fx.Node) -> bool:
@@ -566,6 +618,29 @@ def _signature(ep: torch.export.ExportedProgram) -> dict:
             "get_attr": sorted(str(n.target) for n in ep.graph.nodes if n.op == "get_attr")}
 
 
+def _verdicts(attempt: ModuleType, gm: torch.fx.GraphModule) -> dict[str, Any]:
+    """The attempt's is_npu_node on each node of its lowered graph, to tell a node it refused from a node the
+    partitioner dropped."""
+    verdicts = {}
+    for node in gm.graph.nodes:
+        try:
+            verdicts[node.name] = attempt.is_npu_node(node)
+        except Exception as exc:  # noqa: BLE001 - only an explanation hangs on it
+            verdicts[node.name] = f"raised {type(exc).__name__}"
+    return verdicts
+
+
+def _nested_getitems(gm: torch.fx.GraphModule) -> list[str]:
+    """getitem(getitem(run_program, 0), i): an output of a several-output partition read as rows of its first."""
+    def is_run_item(node) -> bool:
+        return (isinstance(node, torch.fx.Node) and node.target is operator.getitem
+                and isinstance(node.args[0], torch.fx.Node) and str(node.args[0].target) == RUN_PROGRAM)
+
+    return [f"{n.name} = getitem({n.args[0].name}, {n.args[1]!r}) where {n.args[0].name} = "
+            f"getitem({n.args[0].args[0].name}, {n.args[0].args[1]!r})"
+            for n in gm.graph.nodes if n.target is operator.getitem and is_run_item(n.args[0])]
+
+
 def lowered(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int], state_seed: int | None = None,
             save_to: str | None = None) -> dict:
     """lower(model, (example,)): the programs and the CPU nodes of its graph, its signature, its outputs per batch
@@ -580,10 +655,13 @@ def lowered(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int], stat
     if not isinstance(ep, torch.export.ExportedProgram):
         return {"type": type(ep).__name__}
     programs, outside = _delegates(ep.graph_module)
+    verdicts = _verdicts(attempt, ep.graph_module)
+    for node in outside:
+        node["verdict"] = verdicts.get(node["name"])
     called = {str(n.target) for n in ep.graph.nodes if n.op in ("call_module", "get_attr")}
     leftover = sorted(name for name, _ in ep.graph_module.named_children() if name not in called)
     seen = {"type": "ExportedProgram", "programs": programs, "outside": outside, "signature": _signature(ep),
-            "leftover_submodules": leftover,
+            "leftover_submodules": leftover, "nested_getitems": _nested_getitems(ep.graph_module),
             "outputs": _run(ep, recipe, batches)}
     if state_seed is not None:
         seen["outputs_new_state"] = _run(ep, recipe, batches, new_state(recipe, state_seed))
