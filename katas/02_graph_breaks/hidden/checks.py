@@ -273,17 +273,20 @@ def module_forward(ctx):
 
 @CHECKS.check(stage="reasons", weight=1)
 def runs_fn_once(ctx):
-    "fn runs exactly once (its side effects happen once)"
-    case = HIDDEN.CASES["counted"]
-    call = call_text(case)
-    seen = ctx.probe(probes.probe_runs, "counted")
-    judge_lines(found_in(seen["answer"], call), [(e.path, e.lineno) for e in expected_breaks(case)], call,
-                f"\nWhy this case: {case.note}.")
-    expect(seen["runs"] == 1,
-           f"{call}: the function appends to a list each time it runs, and during your finder's call it ran "
-           f"{seen['runs']} times; expected exactly once. Your finder runs fn once, under torch.compile, and "
-           f"reads every break from that one run: don't run it again (eagerly, or through "
-           f"torch._dynamo.explain to cross-check), since a user's function may have side effects.")
+    "fn runs exactly once (its side effects happen once), with a break and without one"
+    for name in ("counted", "counted_no_break"):
+        case = HIDDEN.CASES[name]
+        call = call_text(case)
+        seen = ctx.probe(probes.probe_runs, name)
+        judge_lines(found_in(seen["answer"], call), [(e.path, e.lineno) for e in expected_breaks(case)], call,
+                    f"\nWhy this case: {case.note}.")
+        kind = "breaks once" if case.breaks else "has no break"
+        expect(seen["runs"] == 1,
+               f"{call}: the function {kind} and appends to a list each time it runs, and during your finder's call "
+               f"it ran {seen['runs']} times; expected exactly once. Your finder runs fn once, under torch.compile, "
+               f"and reads every break from that one run, also when that run reports none: don't run it again "
+               f"(eagerly, or through torch._dynamo.explain to cross-check), since a user's function may have side "
+               f"effects.")
 
 
 @CHECKS.check(stage="reasons", weight=1)
@@ -546,7 +549,9 @@ WARNING_FILTER_TEXT = {
 
 def _user_settings(hiding: bool) -> st.SearchStrategy[dict]:
     """A user's logging state as katas.common.strategies draws it (user_logging_settings, or
-    hiding_logging_settings), with two more axes: the user's warnings filters are 0 to 3 of
+    hiding_logging_settings), with three more axes: a logger's handlers are 1 to 3 of probes.USER_HANDLER_KINDS
+    (a class of their own, logging.NullHandler, logging.StreamHandler) where the user has any; the user's
+    warnings filters are 0 to 3 of
     probes.WARNING_FILTER_KINDS in any order (the filters a finder might add itself among them), and, for a hiding
     user, the hiding may be on torch.__trace instead of (or as well as) the graph-break loggers: a level above
     DEBUG, `disabled`, a filter dropping every record (first or last of their filters)."""
@@ -563,10 +568,18 @@ def _user_settings(hiding: bool) -> st.SearchStrategy[dict]:
             trace["disabled"] = trace["disabled"] or "disabled" in hide
             if "level" in hide:
                 trace["level"] = draw(st.sampled_from((20, 30, 40, 50)))
+        for tweaks in loggers.values():  # a user's handlers may be standard ones too (a NullHandler first of all)
+            if tweaks["handler"]:
+                tweaks["handler"] = tuple(draw(st.lists(st.sampled_from(tuple(probes.USER_HANDLER_KINDS)),
+                                                        unique=True, min_size=1, max_size=3)))
         kinds = draw(st.lists(st.sampled_from(tuple(probes.WARNING_FILTER_KINDS)), unique=True, max_size=3))
         return {**base, "loggers": loggers, "warnings_filter": tuple(kinds)}
 
     return draw_settings()
+
+
+HANDLER_TEXT = {"own": "one of their own class", "null": "logging.NullHandler()",
+                "stream": "logging.StreamHandler(...)"}
 
 
 def describe_user(settings: dict) -> str:
@@ -577,7 +590,9 @@ def describe_user(settings: dict) -> str:
     for role, tweaks in settings["loggers"].items():
         made = ([f"level {tweaks['level']}"] if tweaks["level"] is not None else []) + \
                ([f"propagate={tweaks['propagate']}"] if tweaks["propagate"] is not None else []) + \
-               (["disabled=True"] if tweaks["disabled"] else []) + (["a handler"] if tweaks["handler"] else []) + \
+               (["disabled=True"] if tweaks["disabled"] else []) + \
+               ([f"handlers: {', '.join(HANDLER_TEXT[k] for k in probes.handler_kinds(tweaks))}"]
+                if probes.handler_kinds(tweaks) else []) + \
                (["a filter"] if tweaks["filter"] else []) + \
                ([f"a filter dropping every record ({tweaks['drop_filter']} of their filters)"]
                 if tweaks.get("drop_filter") else [])
@@ -600,10 +615,14 @@ def keeps_users_logging_settings(ctx):
         expect_logging_kept(ctx, STATE_CASE, f"Before the call, logging was: {describe_user(settings)}. "
                                              f"{call} changed that:",
                             "Put back each value exactly as you read it before changing it (`logger.level`, not "
-                            "`getEffectiveLevel()`; not torch's defaults). ", settings=settings)
+                            "`getEffectiveLevel()`: a logger at NOTSET reports its parent's level there; not torch's "
+                            "defaults). Remove the very handler or filter object you added, not every one of its "
+                            "class: the user may have a logging.NullHandler() of their own on the same logger. ",
+                            settings=settings)
 
     kept(probes.USER_EVERYTHING)
     kept(probes.USER_EVERYTHING_ELSE)
+    kept(probes.USER_NOTSET)
     fuzz(ctx, _user_settings(hiding=False), kept, describe=describe_user, max_examples=3 if ctx.deep else 1)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import logging
 import os
 import re
@@ -190,6 +191,24 @@ class UsersHandler(logging.Handler):
         pass
 
 
+# Handlers a user may have on a logger, by kind: one of their own class, and standard ones a finder might also add
+# (and then remove "by type", taking the user's with it): logging.NullHandler is the usual library idiom.
+USER_HANDLER_KINDS: dict[str, Callable[[], logging.Handler]] = {
+    "own": UsersHandler,
+    "null": logging.NullHandler,
+    "stream": lambda: logging.StreamHandler(io.StringIO()),
+}
+
+
+def handler_kinds(tweaks: dict) -> tuple[str, ...]:
+    """The user's handlers on one logger, in the order added: tweaks["handler"] is a tuple of USER_HANDLER_KINDS
+    names, or a bool (True: one of their own class)."""
+    value = tweaks.get("handler")
+    if isinstance(value, bool):
+        return ("own",) if value else ()
+    return tuple(value or ())
+
+
 def graph_break_loggers() -> list[logging.Logger]:
     return [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
             if name.endswith(".__graph_breaks")]
@@ -242,17 +261,18 @@ def warning_filter_kinds(settings: dict) -> tuple[str, ...]:
     return tuple(value or ())
 
 # A user who changed every setting a finder might put back wrongly: graph_breaks and recompiles logging on, a
-# handler and a filter of their own on every logger a finder may touch, the graph-break loggers with propagate off
+# handler of their own, a logging.NullHandler and a filter of their own on every logger a finder may touch, the graph-break loggers with propagate off
 # (torch's default is on), torch.__trace at INFO with propagate on (torch's default is off), the `.item()` hint
 # logger disabled with a level of ERROR and propagate off, torch._dynamo propagate off, and warnings filters of
 # their own: their own first, then the very filters a finder might add (ignore torch's modules, ignore all).
 USER_EVERYTHING = {
     "set_logs": {"graph_breaks": True, "recompiles": True},
     "loggers": {
-        "graph_breaks": {"level": None, "propagate": False, "disabled": False, "handler": True, "filter": True},
-        "trace": {"level": 20, "propagate": True, "disabled": False, "handler": True, "filter": True},
-        "hint": {"level": 40, "propagate": False, "disabled": True, "handler": True, "filter": True},
-        "dynamo": {"level": None, "propagate": False, "disabled": False, "handler": True, "filter": True},
+        "graph_breaks": {"level": None, "propagate": False, "disabled": False, "handler": ("own", "null"),
+                         "filter": True},
+        "trace": {"level": 20, "propagate": True, "disabled": False, "handler": ("own", "null"), "filter": True},
+        "hint": {"level": 40, "propagate": False, "disabled": True, "handler": ("null", "own"), "filter": True},
+        "dynamo": {"level": None, "propagate": False, "disabled": False, "handler": ("own", "null"), "filter": True},
     },
     "warnings_filter": ("own", "ignore_torch", "ignore_all"),
 }
@@ -269,6 +289,23 @@ USER_EVERYTHING_ELSE = {
         "dynamo": {"level": 40, "propagate": None, "disabled": False, "handler": False, "filter": False},
     },
     "warnings_filter": ("own", "ignore_user_warnings", "ignore_torch"),
+}
+
+
+# A user who set every logger a finder may touch to NOTSET explicitly (torch.__trace's own level included: torch
+# sets DEBUG there; its effective level is then the parent `torch`'s WARNING, so a finder that puts back
+# getEffectiveLevel() instead of `level` leaves 30 where 0 was), with standard handlers on each (a NullHandler,
+# a StreamHandler: a finder that removes handlers by class takes theirs) and graph_breaks logging on.
+USER_NOTSET = {
+    "set_logs": {"graph_breaks": True},
+    "loggers": {
+        "graph_breaks": {"level": 0, "propagate": None, "disabled": False, "handler": ("null", "stream"),
+                         "filter": False},
+        "trace": {"level": 0, "propagate": None, "disabled": False, "handler": ("null", "stream"), "filter": False},
+        "hint": {"level": 0, "propagate": None, "disabled": False, "handler": ("stream", "null"), "filter": False},
+        "dynamo": {"level": 0, "propagate": None, "disabled": False, "handler": ("null",), "filter": False},
+    },
+    "warnings_filter": (),
 }
 
 
@@ -326,8 +363,8 @@ def apply_user_settings(settings: dict) -> None:
                 logger.addFilter(UsersFilter())
             if tweaks.get("drop_filter") == "last":
                 logger.addFilter(UsersDroppingFilter())
-            if tweaks["handler"]:
-                logger.addHandler(UsersHandler())
+            for kind in handler_kinds(tweaks):
+                logger.addHandler(USER_HANDLER_KINDS[kind]())
     for kind in reversed(warning_filter_kinds(settings)):  # each goes to the front: the first named ends first
         how, options = WARNING_FILTER_KINDS[kind]
         getattr(warnings, how)(**options)

@@ -252,7 +252,7 @@ class HookedScale(nn.Module):
         return x * self.scale
 
 
-RUNS: list[int] = []  # one entry per time `counted` runs (the probe clears it before the finder's call)
+RUNS: list[int] = []  # one entry per time `counted` or `counted_no_break` runs (the probe clears it first)
 
 
 def counted(x):
@@ -260,6 +260,11 @@ def counted(x):
     y = x.relu()
     print("counted: ran once more")  # BREAK counted_print: Failed to trace builtin operator
     return y + 1
+
+
+def counted_no_break(x):
+    RUNS.append(1)
+    return (x.relu() * 2).sum()
 
 
 # Steps that break once each, here and in helpers_hidden.py; hidden.chain runs a drawn sequence of them, taken
@@ -373,4 +378,7 @@ CASES: dict[str, Case] = {case.name: case for case in (
          "as they do when the module is called (module.forward skips them)"),
     Case("counted", counted, lambda: (torch.randn(3, generator=_g(28)),), ("counted_print",),
          "the function appends to a list each time it runs: the finder runs it exactly once"),
+    Case("counted_no_break", counted_no_break, lambda: (torch.randn(3, generator=_g(29)),), (),
+         "the function appends to a list each time it runs and Dynamo captures it whole: the finder runs it exactly "
+         "once, and an empty report is no reason to run it again"),
 )}
