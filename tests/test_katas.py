@@ -1,7 +1,8 @@
 """Every reference scores full marks, every pristine stub is not_started, every mutant is caught.
 
-The reference, the stub and the mutant of each kata are scored twice, cold and forked by a warm server, and
-the two results must be the same (checker/warm.py); the alternatives run warm.
+The stub and the mutant of each kata are scored twice, cold and forked by a warm server, and the two results must
+be the same (checker/warm.py). A correct attempt runs every check once each way: the reference cold, the
+alternative forked by the warm server (a kata without an alternative scores its reference both ways).
 
 Kata-agnostic: adding a kata to katas/katas.toml (and mutants to tests/mutants/<slug>/) adds its tests here.
 """
@@ -10,14 +11,19 @@ from __future__ import annotations
 import pytest
 
 from checker.runner import run_kata
-from conftest import KATAS, boundary_mutants, live_alternatives, kata_id, killed_by, mutant_files, score_both_ways
+from conftest import (KATAS, alternative_files, boundary_mutants, kata_id, killed_by, live_alternatives, mutant_files,
+                      score_both_ways)
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=kata_id)
 def test_reference_scores_full_marks(kata, warm_launcher):
     """In the learner profile, the one learners and graders run. (`make mutate` scores the reference in the deep
     profile too before it scores any mutant, and tests/test_mutation.py holds its report current.)"""
-    result = score_both_ways(kata, kata.solution_path, warm_launcher)
+    if alternative_files(kata):  # the alternative runs every check warm; cold here keeps both starts covered
+        result = run_kata(kata, kata.solution_path)
+        assert result.start == "cold"
+    else:
+        result = score_both_ways(kata, kata.solution_path, warm_launcher)
     failing = {c.id: f"{c.status}: {c.message[:300]}" for c in result.checks if c.status != "pass"}
     assert result.status == "pass", (result.message, failing)
     assert result.score == result.max_score > 0
