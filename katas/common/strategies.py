@@ -524,3 +524,34 @@ def trained_grad_mode_layouts(writes: tuple = IN_PLACE_WRITES, others: tuple = (
     saved less. Shrinks toward every input requiring grad."""
     return st.tuples(grad_mode_layouts(writes, others), st.sampled_from(TRAINED_PAIR_INPUTS)).map(
         lambda drawn: (*drawn[0], drawn[1]))
+
+
+# kata 7 (blind round 4): how a step of a grad-mode layout sits in `with` blocks. True: outside every block (grad
+# on); False: inside a `with torch.no_grad():` block; "nested": inside a `with torch.no_grad():` nested in such a
+# block (grad off); "enable": inside a `with torch.enable_grad():` nested in such a block (grad on again).
+GRAD_LAYOUT_BLOCKS = (False, True, "nested", "enable")
+
+
+def grad_mode_block_layouts() -> st.SearchStrategy[tuple]:
+    """Kata 7: `grad_mode_layouts` shaped by grad-mode blocks, with no in-place write: the pair's Linear, GELU and
+    first reader (maybe a second reader) and one or two unrelated values, each step in one of GRAD_LAYOUT_BLOCKS,
+    and the first step an unrelated value inside a block, so the graph switches the grad mode before the pair
+    (a filter that takes the mode before any switch as unknown or as grad-on then meets a switch it must follow).
+    The Linear, the GELU and the insertion point each land in a block of their own, together, nested, or with a
+    block between them that closes before the reader. Shrinks toward a closed `no_grad` block, then the pair with
+    grad on."""
+    return _grad_mode_block_layout()
+
+
+@st.composite
+def _grad_mode_block_layout(draw) -> tuple:
+    kinds = ["linear", "gelu", "reader"]
+    if draw(st.booleans()):
+        kinds.append("reader2")
+    if draw(st.booleans()):
+        kinds.insert(draw(st.integers(min_value=0, max_value=len(kinds))), "unrelated")
+    blocks = [draw(st.sampled_from((False, "nested", "enable")))]
+    blocks += draw(st.lists(st.sampled_from((True, False, "nested", "enable")), min_size=len(kinds),
+                            max_size=len(kinds)))
+    return ("layout", tuple(zip(["unrelated"] + kinds, blocks)), draw(st.sampled_from(GRAD_LAYOUT_GELU_FORMS)),
+            draw(st.integers(min_value=0, max_value=2**16)))

@@ -11,6 +11,7 @@ the checker reports it at the attempt's own file and line.
 """
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass
 from types import ModuleType
@@ -307,6 +308,18 @@ def out_buffer(case: OpCase, layout: str, fill: float, dtype: torch.dtype) -> tu
     if layout == "columns of a larger buffer":
         buffer = torch.full((*case.lead, case.out_features + 3), fill, dtype=dtype)
         return buffer, buffer[..., 1:1 + case.out_features]
+    # blind round 4: views that `reshape` cannot flatten without a copy (their leading dimensions do not merge), so
+    # a kernel that writes through out.reshape(...) writes into a copy (2 or more leading dimensions)
+    lead, last = case.lead[:-1], case.lead[-1] if case.lead else 1
+    if layout == "a middle slice and columns of a larger buffer":
+        buffer = torch.full((*lead, last + 2, case.out_features + 3), fill, dtype=dtype)
+        return buffer, buffer[..., 1:1 + last, 1:1 + case.out_features]
+    if layout == "its two first dimensions transposed":
+        buffer = torch.full((shape[1], shape[0], *shape[2:]), fill, dtype=dtype)
+        return buffer, buffer.transpose(0, 1)
+    if layout == "every other column of a larger buffer":
+        buffer = torch.full((*case.lead, 2 * case.out_features), fill, dtype=dtype)
+        return buffer, buffer[..., ::2]
     raise ValueError(layout)
 
 
@@ -459,7 +472,9 @@ class GradLayout(nn.Module):
     """A Linear -> GELU pair, its readers, maybe an unrelated value (which reads x and t, writing neither) and an
     in-place write, in the order and grad
     modes a layout of katas.common.strategies.grad_mode_layouts gives: each run of steps with grad off is one
-    `with torch.no_grad():` block. With an in-place write, the pair reads t = x.detach().clone() and its Linear
+    `with torch.no_grad():` block. A step may also sit in a block nested in it (katas.common.strategies.
+    GRAD_LAYOUT_BLOCKS, blind round 4): "nested" in a second `with torch.no_grad():`, "enable" in a
+    `with torch.enable_grad():` (grad on again); a run of such steps shares that inner block. With an in-place write, the pair reads t = x.detach().clone() and its Linear
     is frozen (eager autograd refuses a backward through a Linear whose saved input was written afterwards). A
     write into w or b (PAIR_INPUT_WRITES) makes the Linear F.linear(t, w, b), w and b copies of fc's parameters
     made first; u (a write into it) and r = relu(t) by nn.ReLU() are made when a step uses them, and every one of
@@ -488,13 +503,17 @@ class GradLayout(nn.Module):
             self.fc.bias.requires_grad_("b" in self.trains)
         elif self.writes:
             self.fc.requires_grad_(False)
-        runs: list[tuple[bool, list[str]]] = []
-        for kind, grad_on in steps:
-            if runs and runs[-1][0] == grad_on:
-                runs[-1][1].append(kind)
+        runs: list[tuple[bool, list[tuple[Any, list[str]]]]] = []  # (outside any block, [(inner block, kinds)])
+        for kind, block in steps:
+            outside = block is True
+            if not runs or runs[-1][0] != outside:
+                runs.append((outside, []))
+            inner = runs[-1][1]
+            if inner and inner[-1][0] == block:
+                inner[-1][1].append(kind)
             else:
-                runs.append((grad_on, [kind]))
-        self.runs = tuple((grad_on, tuple(kinds)) for grad_on, kinds in runs)
+                inner.append((block, [kind]))
+        self.runs = tuple((outside, tuple((block, tuple(kinds)) for block, kinds in inner)) for outside, inner in runs)
 
     def _step(self, kind: str, x, t, values: dict) -> None:
         if kind == "linear":
@@ -524,14 +543,17 @@ class GradLayout(nn.Module):
             values["w"], values["b"] = self.fc.weight * 1, self.fc.bias * 1
         if self.uses_u:
             values["u"] = x.detach().clone()
-        for grad_on, kinds in self.runs:
-            if grad_on:
-                for kind in kinds:
+        for outside, inner in self.runs:
+            if outside:
+                for kind in inner[0][1]:
                     self._step(kind, x, t, values)
-            else:
-                with torch.no_grad():
-                    for kind in kinds:
-                        self._step(kind, x, t, values)
+                continue
+            with torch.no_grad():
+                for block, kinds in inner:  # False: in the block itself; "nested", "enable": a block inside it
+                    with {False: contextlib.nullcontext, "nested": torch.no_grad,
+                          "enable": torch.enable_grad}[block]():
+                        for kind in kinds:
+                            self._step(kind, x, t, values)
         out = values["out"]
         for name in ("w", "b", "u", "r"):
             if name in values:
