@@ -77,12 +77,17 @@ def _check_line(check: CheckResult, style: _Style) -> str:
 
 
 _RAISED = re.compile(r"raised (?P<type>\w+)(?P<where> at [^\s:]+:\d+(?: in \S+\(\))?)?: (?P<text>.*)$")
+_STOPPED = re.compile(r"^stopped: .* of CPU time in this check without finishing, at (?P<where>[^\s:]+:\d+ in \S+\(\))")
 
 
 def _same_error(message: str) -> str | None:
     """What a message says the attempt raised, or None: "KeyError at fusion.py:8 in f()" when it names the line
-    (the same line raising on two graphs is one mistake, whatever the graphs), else the type and its text."""
+    (the same line raising on two graphs is one mistake, whatever the graphs), else the type and its text. A check
+    stopped at its time limit at a line counts the same way ("a time-out at loop.py:2 in f()")."""
     first = (message.strip().splitlines() or [""])[0]
+    stopped = _STOPPED.search(first)
+    if stopped:
+        return f"a time-out at {stopped['where']}"
     found = _RAISED.search(first)
     if not found:
         return None
@@ -110,7 +115,8 @@ def check_block(check: CheckResult, style: "_Style", *, shown_errors: dict[str, 
         return out
     error = _same_error(check.message) if not verbose else None
     if error and error in shown_errors:
-        return out + [_wrap(f"      the same error as [{shown_errors[error].id}] above: raised {error}"[:300], columns)]
+        said = error if error.startswith("a time-out") else f"raised {error}"
+        return out + [_wrap(f"      the same error as [{shown_errors[error].id}] above: {said}"[:300], columns)]
     if error:
         shown_errors[error] = check
     if check.message:

@@ -372,3 +372,15 @@ def test_the_report_names_the_earlier_katas_files_an_attempt_ran_with():
                                            "solutions/04_op_support/op_support.py")
     kata3 = get_kata(3)
     assert "with:" not in render_text(kata3, KataResult(3, "t", "fail", 0, 1, [], str(kata3.stub_path), "2.13.0", 1.0))
+
+
+def test_checks_stopped_at_the_same_line_are_shown_once():
+    from checker.report import render_text
+    from checker.runner import CheckResult, KataResult
+
+    stopped = ("stopped: your code computed for 10 s of CPU time in this check without finishing, at loop.py:2 in "
+               "node_dialect(). Look for a loop that never ends.")
+    checks = [CheckResult(f"c{i}", "nodes", f"check {i}", "timeout", 1, message=stopped) for i in range(3)]
+    text = render_text(get_kata(1), KataResult(1, "t", "fail", 0, 3, checks, "loop.py", "2.13.0", 1.0))
+    assert text.count("Look for a loop") == 1, text
+    assert text.count("the same error as [c0] above: a time-out at loop.py:2 in node_dialect()") == 2, text
