@@ -236,6 +236,15 @@ def _score(kata, attempt: Path, args: argparse.Namespace, live: "LiveReport | No
     return result
 
 
+def _live_report(kata, args: argparse.Namespace, colour: bool) -> "LiveReport | None":
+    """A live report on stdout when it is a terminal (checker/live.py); `_score` closes it when the run ends."""
+    if not sys.stdout.isatty():
+        return None
+    from checker.live import LiveReport
+
+    return LiveReport(kata, sys.stdout, colour=colour, columns=terminal_columns(), verbose=args.verbose)
+
+
 def cmd_kata(args: argparse.Namespace) -> int:
     kata = get_kata(args.number)
     attempt = kata.solution_path if args.solution else (args.attempt or kata.stub_path)
@@ -243,11 +252,7 @@ def cmd_kata(args: argparse.Namespace) -> int:
         raise UsageError(f"{attempt}: no such file")
     if attempt.suffix != ".py":
         raise UsageError(f"{attempt}: an attempt is a Python file ending in .py")
-    live = None
-    if not args.json and sys.stdout.isatty():
-        from checker.live import LiveReport
-
-        live = LiveReport(kata, sys.stdout, colour=use_colour(), columns=terminal_columns(), verbose=args.verbose)
+    live = None if args.json else _live_report(kata, args, use_colour())
     result = _score(kata, attempt, args, live)
     if args.json:
         data = result.to_json(verbose=args.verbose)
@@ -330,11 +335,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     colour = use_colour()
 
     def run_once() -> str:
-        live = None
-        if sys.stdout.isatty():  # failures as they come, right under the cleared screen's top line
-            from checker.live import LiveReport
-
-            live = LiveReport(kata, sys.stdout, colour=colour, columns=terminal_columns(), verbose=args.verbose)
+        live = _live_report(kata, args, colour)  # failures as they come, under the cleared screen's top line
         try:
             result = _score(kata, attempt, args, live)
         except UsageError as exc:
