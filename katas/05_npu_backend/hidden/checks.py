@@ -200,13 +200,14 @@ def sort_warnings(seen: Seen, caught: list[tuple[str, str]]) -> None:
 class Compiled:
     """`torch.compile(model, backend=...)` of one example, living in the probes, and the checks' own eager twin."""
 
-    def __init__(self, backend: Backend, example: Example, *, by_name: bool = False):
+    def __init__(self, backend: Backend, example: Example, *, by_name: bool = False, keep_memory: bool = False):
         self.backend, self.example = backend, example
         self.label = "the reference" if backend.which == "reference" else (
             repr(BACKEND_NAME) if by_name else "your npu_backend")
         self.session = backend.probe(probes.compile_model, example.recipe, by_name=by_name)
         self.eager = probes.build(example.recipe)
-        reset_device(release=True)  # each compiled model starts with an empty NPU
+        # each compiled model starts with an empty NPU, unless the check looks at what the previous one left
+        reset_device(release=not keep_memory)
 
     def what(self, shape: tuple[int, ...] | None = None) -> str:
         return f"torch.compile({self.example.what(shape)}, backend={self.label})"
@@ -428,12 +429,12 @@ def registered_as_kata_npu(ctx):
     expect(again.registered,
            f"after importing {name}, torch._dynamo.list_backends() has no {BACKEND_NAME!r}: register npu_backend "
            f"when the module is imported (torch._dynamo.register_backend(npu_backend, name=...)).")
-    compiled = Compiled(attempt(ctx), zoo("mlp"), by_name=True)
-    seen = compiled.call()
-    expect_eager(seen)
-    expect(seen.stats.runs > 0,
-           f"{seen.what} ran nothing on the NPU, although your npu_backend does when passed directly: the name is "
-           f"registered to some other function.\n{seen.npu_line}")
+    registered = attempt(ctx).probe(probes.registered_backend)
+    expect(registered == "npu_backend",
+           f"torch.compile(model, backend={BACKEND_NAME!r}) does not reach the npu_backend defined in {name}: the name "
+           f"is registered to {registered}. Register npu_backend itself (or a function that calls it), so that "
+           f"compiling by name and passing npu_backend directly do the same thing.")
+    expect_eager(Compiled(attempt(ctx), zoo("mlp"), by_name=True).call())
 
 
 @CHECKS.check(stage="register", weight=1)
@@ -497,11 +498,12 @@ def lone_supported_op_runs_on_npu(ctx):
 
 
 POSITION_IDS = local("position_ids", 2, 5, 4)
+MASKED_BY_BOOL = local("masked_by_bool", 3, 4)
 
 
 @CHECKS.check(stage="offload", weight=2)
 def integer_work_stays_on_the_host(ctx):
-    "an int64 add (position ids) stays on the CPU, and the float ops around it run on the NPU without a refusal"
+    "integer work (an int64 add, muls reading bool and int32 masks) stays on the CPU; the float ops around run on the NPU"
     for shape in ((2, 5, 4), (3, 7, 4)):
         compiled = Compiled(attempt(ctx), POSITION_IDS)
         seen = compiled.call(POSITION_IDS.inputs(shape))
@@ -515,6 +517,19 @@ def integer_work_stays_on_the_host(ctx):
         expect_no_fallback(seen)
         expect(seen.stats.ops_run.get("mul", 0) == 1 and seen.stats.ops_run.get("add", 0) == 1,
                f"{seen.what}: the float mul and add (x * 2.0 + embedding) did not both run on the NPU.\n{seen.npu_line}")
+    # The rule's other half: a node that *reads* a bool or integer tensor, even one that makes a float.
+    for shape in ((3, 4), (5, 4)):
+        seen = run_attempt(ctx, MASKED_BY_BOOL, MASKED_BY_BOOL.inputs(shape))
+        expect_eager(seen)
+        refused = [e for e in seen.stats.compile_errors if "bool" in e or "int32" in e]
+        expect(not refused,
+               f"{seen.what} sent NPU.compile a partition that reads a bool or int32 tensor, which it refused: "
+               f"{refused[:1]}\n{seen.npu_line}\n`h * (x[..., :1] > 0)` makes a float but reads a bool mask (and "
+               f"`h * mask.to(torch.int32)` an int32 one): the lesson keeps a "
+               f"node that reads *or* makes an integer or bool tensor on the host (README.md, 'The pipeline', step 3), "
+               f"so look at the node's inputs' meta['val'] as well as its own.")
+        expect_no_fallback(seen)
+        expect_counts_like_reference(ctx, seen, MASKED_BY_BOOL)
 
 
 # --- stage: partition -----------------------------------------------------------------------------------------
@@ -580,14 +595,17 @@ def linear_gelu_is_one_launch(ctx):
 
 @CHECKS.check(stage="fusion", weight=1)
 def unsafe_pair_is_not_fused(ctx):
-    "a Linear whose output is also returned is not fused, and still runs on the NPU"
-    compiled = Compiled(attempt(ctx), RETURNS_PRE_ACTIVATION)
-    seen = compiled.call()
-    expect_eager(seen)
-    expect(seen.stats.ops_run.get("linear_gelu", 0) == 0,
-           f"{seen.what} fused Linear -> GELU although the Linear's output is also returned: kata 3's single-user "
-           f"guard must hold inside NPU partitions too.\n{seen.npu_line}")
-    expect_supported_ops_on_npu(compiled, seen)
+    "a Linear whose output is also returned is not fused, and still runs on the NPU (2-D and 3-D inputs)"
+    # A 3-D input lowers the Linear to view -> addmm -> view: the other reader is then the view's, not the addmm's.
+    for shape in ((3, 4), (2, 3, 4)):
+        compiled = Compiled(attempt(ctx), RETURNS_PRE_ACTIVATION)
+        seen = compiled.call(RETURNS_PRE_ACTIVATION.inputs(shape))
+        expect_eager(seen)
+        expect(seen.stats.ops_run.get("linear_gelu", 0) == 0,
+               f"{seen.what} fused Linear -> GELU although the Linear's output is also returned: kata 3's single-user "
+               f"guard must hold inside NPU partitions too, also when the Linear's output reaches its readers "
+               f"through a view.\n{seen.npu_line}")
+        expect_supported_ops_on_npu(compiled, seen)
 
 
 # --- stage: shapes ----------------------------------------------------------------------------------------------
@@ -637,6 +655,45 @@ def new_batch_sizes_run_on_npu(ctx):
                                             "size, which may need its own program for it, once")
         else:
             expect_on_npu_for_new_shape(seen, compiled_at_least=0, compiled_at_most=0, why=SEEN_SHAPE)
+    # Many signatures on a roomy NPU: while it has room every program stays, whatever bound a backend might invent.
+    many = range(10, 10 + MANY_SHAPES)
+    for batch in many:
+        compiled.call(example.inputs((batch, 4), seed=batch))
+    for batch in many:
+        seen = compiled.call(example.inputs((batch, 4), seed=batch))
+        expect_on_npu_for_new_shape(
+            seen, compiled_at_least=0, compiled_at_most=0,
+            why=f"the second pass over {MANY_SHAPES} batch sizes, with {seen.stats.programs_resident} of "
+                f"{seen.stats.max_resident_programs} program slots in use: while the NPU has room, every program stays "
+                f"(README.md: do not invent a bound of your own; release only when NPU.compile says memory is full)")
+
+
+MANY_SHAPES = 28  # with the 4 above and Dynamo's symbolic graph, about half of the 64 slots
+
+
+@CHECKS.check(stage="shapes", weight=1)
+def dropped_models_release_their_programs(ctx):
+    "a compiled model Dynamo drops releases its NPU programs: a new model starts with every slot free"
+    example = zoo("mlp")
+    first = Compiled(attempt(ctx), example)
+    for batch in (2, 5, 7):
+        first.call(example.inputs((batch, 4), seed=batch))
+    resident = device_stats().programs_resident
+    second = Compiled(attempt(ctx), example, keep_memory=True)  # torch._dynamo.reset(): the first model's graphs die
+    second.backend.probe(probes.collect_garbage)
+    # A backend may release at once (a finalizer) or note the death and release on its next call: both are done by
+    # the time the next model has run once.
+    seen = second.call(example.inputs((3, 4), seed=3))
+    expect_eager(seen)
+    left = seen.stats.programs_resident - 1
+    expect(left == 0,
+           f"torch.compile({example.what()}, backend=your npu_backend) ran batch sizes 2, 5 and 7 ({resident} programs "
+           f"resident); then Dynamo dropped its graphs (torch._dynamo.reset(), gc.collect()) and a new model ran once "
+           f"(one program), yet {seen.stats.programs_resident} program(s) are in NPU memory: {left} of the dead model's "
+           f"stayed. README.md: a partition dies with its compiled graph; release its programs then "
+           f"(weakref.finalize(partition, ...)), or they hold slots for graphs nobody calls, and a key built from "
+           f"id(partition) could hand a new partition at the same address a program compiled for another graph.\n"
+           f"{seen.npu_line}")
 
 
 @CHECKS.check(stage="shapes", weight=2)

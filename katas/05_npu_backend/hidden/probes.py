@@ -15,6 +15,7 @@ unwrapped from Dynamo's BackendCompilerFailed, so the checker reports it at the 
 """
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import sys
@@ -98,6 +99,19 @@ class PositionIds(nn.Module):
         return F.gelu(self.fc(x * 2.0 + self.pos(ids)))
 
 
+class MaskedByBool(nn.Module):
+    """relu(fc(x)) times a bool mask plus relu(fc(x)) times an int32 one, + 1.0: each mul reads a bool or integer
+    tensor and makes a float, as attention masks do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x))
+        return h * (x[..., :1] > 0) + h * (x[..., 1:2] < 0).to(torch.int32) + 1.0
+
+
 class ReshapeBySecondInput(nn.Module):
     """relu(x).reshape(len(y), -1) * 2: once Dynamo makes len(y) symbolic, the partition takes x, whose shape never
     changes, and sizes the host computed from y (plain ints), which do."""
@@ -108,6 +122,7 @@ class ReshapeBySecondInput(nn.Module):
 
 LOCAL_MODELS: dict[str, type[nn.Module]] = {
     "position_ids": PositionIds,
+    "masked_by_bool": MaskedByBool,
     "reshape_by_second_input": ReshapeBySecondInput,
     "lone_relu": LoneRelu,
     "sandwich": Sandwich,
@@ -405,6 +420,48 @@ def reimport(backend_module: ModuleType, times: int = 2) -> Reimport:
         for name in names:
             sys.modules.pop(name, None)
     return Reimport(None, BACKEND_NAME in torch._dynamo.list_backends(exclude_tags=()))
+
+
+def registered_backend(backend_module: ModuleType) -> str:
+    """What the name "kata_npu" compiles with, as it stands in this process: "npu_backend" when the registered
+    function is an `npu_backend` defined in the attempt's file, or one that calls such a function (a lambda or a
+    wrapper: each npu_backend its module globals name is swapped for a counting stand-in while a small model is
+    compiled by name), "missing" when nothing is registered, else the registered object's repr."""
+    from torch._dynamo.backends import registry
+
+    fn = registry._COMPILER_FNS.get(BACKEND_NAME)  # noqa: SLF001 - the function itself, not lookup_backend's wrap
+    if fn is None:
+        return "missing"
+    attempt_file = Path(backend_module.__file__).resolve()
+
+    def ours(candidate: Any) -> bool:
+        code = getattr(candidate, "__code__", None)
+        return code is not None and Path(code.co_filename).resolve() == attempt_file
+
+    if ours(fn) and fn.__name__ == "npu_backend":
+        return "npu_backend"
+    namespaces = [vars(backend_module)] + ([fn.__globals__] if ours(fn) else [])
+    calls: list[int] = []
+    saved = []
+    for namespace in namespaces:
+        real = namespace.get("npu_backend")
+        if callable(real) and not any(namespace is ns for ns, _ in saved):
+            saved.append((namespace, real))
+            namespace["npu_backend"] = functools.wraps(real)(
+                lambda *args, _real=real, **kwargs: (calls.append(1), _real(*args, **kwargs))[1])
+    try:
+        torch._dynamo.reset()
+        model = nn.Sequential(nn.Linear(4, 4), nn.GELU()).eval()
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.compile(model, backend=BACKEND_NAME)(torch.randn(2, 4))
+    except Exception:  # noqa: BLE001 - a backend that fails is the other checks' business; here only the route counts
+        pass
+    finally:
+        for namespace, real in saved:
+            namespace["npu_backend"] = real
+        torch._dynamo.reset()
+    return "npu_backend" if calls else repr(fn)[:200]
 
 
 def dynamo_config_changes(backend_module: ModuleType | None = None) -> dict[str, str]:

@@ -24,7 +24,6 @@ KILLED_BY = (
     "partitions_and_launches_match_reference",
     "random_mlps_with_cpu_ops",
     "real_models_keep_the_npu_busy_at_every_shape",
-    "registered_as_kata_npu",
     "replaced_parameter_data_is_uploaded_again",
     "supported_models_run_entirely_on_npu",
     "training_steps_match_eager",
