@@ -6,14 +6,14 @@ import json
 import sys
 from pathlib import Path
 
-from checker import backups
-from checker.backups import remember_pristine
-from checker.hints import HintError, hint_text
+from checker.core.manifest import ManifestError, display_path, get_kata, load_katas
+from checker.core.stubs import remember_pristine
 from checker.kit import DEFAULT_SEED, FUZZ_PROFILES
-from checker.manifest import ManifestError, get_kata, load_katas
-from checker.report import display_path, render_text, terminal_columns, use_colour
-from checker.progress import examples_folder, fingerprint, hints_used, last_failing, record_result
-from checker.runner import interactive_shards, run_kata, torch_version_problem
+from checker.learner import backups
+from checker.learner.hints import HintError, hint_text
+from checker.learner.progress import examples_folder, fingerprint, hints_used, last_failing, record_result
+from checker.run.report import render_text, terminal_columns, use_colour
+from checker.run.runner import interactive_shards, run_kata, torch_version_problem
 
 
 class UsageError(Exception):
@@ -179,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     mutate.add_argument("--hand-checker", action="store_true",
                         help="score the hand-written mutants with `checker kata` itself (slower) instead of the oracle")
     mutate.add_argument("--any-torch", action="store_true", help="run even if the installed torch is not the pinned one")
+    mutate.add_argument("--carry-renames", metavar="BASE", default=None,
+                        help="after a move that only renames (see checker/author/renames.py): take the new digest of "
+                             "each file that differs from its text at git revision BASE only by --renames")
+    mutate.add_argument("--renames", metavar="FILE", type=Path, default=None,
+                        help="`old -> new` per line, applied in order")
     return parser
 
 
@@ -190,11 +195,11 @@ def _is_stub(kata, attempt: Path) -> bool:
 
 
 def warm_launcher(*, wait: bool):
-    """The learner's warm server (checker/warm.py), or None: then runs start cold. With `wait`, one is started
+    """The learner's warm server (checker/run/warm.py), or None: then runs start cold. With `wait`, one is started
     and waited for when none answers (worth it for many runs, `checker all`); without, the run starts cold
     and `_score` starts the server after it, while the learner reads the report. Asked before every run, so
     a server that died or whose code changed is replaced."""
-    from checker.warm import WarmUnavailable, learner_launcher
+    from checker.run.warm import WarmUnavailable, learner_launcher
 
     try:
         return learner_launcher(wait=wait)
@@ -206,7 +211,7 @@ def start_server_after_a_cold_run(launcher) -> None:
     """After a run that had no warm server (`launcher` None), start one in the background for the runs after it:
     after, not before, so its warming up does not compete with the cold run for the cores."""
     if launcher is None:
-        from checker.warm import start_in_background
+        from checker.run.warm import start_in_background
 
         start_in_background()
 
@@ -214,7 +219,7 @@ def start_server_after_a_cold_run(launcher) -> None:
 def _score(kata, attempt: Path, args: argparse.Namespace, live: "LiveReport | None" = None):
     """One interactive run of `attempt`, recorded in the progress file when it is the learner's own file and
     every check ran. UsageError when --check names no check of the kata. `live` shows failures as they come."""
-    from checker.live import first_checks
+    from checker.run.live import first_checks
 
     own_file = _is_stub(kata, attempt)
     if own_file:
@@ -237,10 +242,10 @@ def _score(kata, attempt: Path, args: argparse.Namespace, live: "LiveReport | No
 
 
 def _live_report(kata, args: argparse.Namespace, colour: bool) -> "LiveReport | None":
-    """A live report on stdout when it is a terminal (checker/live.py); `_score` closes it when the run ends."""
+    """A live report on stdout when it is a terminal (checker/run/live.py); `_score` closes it when the run ends."""
     if not sys.stdout.isatty():
         return None
-    from checker.live import LiveReport
+    from checker.run.live import LiveReport
 
     return LiveReport(kata, sys.stdout, colour=colour, columns=terminal_columns(), verbose=args.verbose)
 
@@ -324,7 +329,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from checker.watch import watch
+    from checker.learner.watch import watch
 
     kata = get_kata(args.number)
     attempt = args.attempt or kata.stub_path
@@ -347,7 +352,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_all(args: argparse.Namespace) -> int:
-    from checker.overview import render, timed_collect
+    from checker.learner.overview import render, timed_collect
 
     rows, elapsed = timed_collect(jobs=args.jobs, seed=args.seed, profile=args.profile, fresh=args.fresh,
                                   launcher=warm_launcher(wait=True))
@@ -362,8 +367,8 @@ def cmd_all(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from checker.diffing import run_sample, side_by_side, source_diff, terminal_width
-    from checker.progress import Progress
+    from checker.learner.diffing import run_sample, side_by_side, source_diff, terminal_width
+    from checker.learner.progress import Progress
 
     kata = get_kata(args.number)
     attempt = args.attempt or kata.stub_path
@@ -394,14 +399,14 @@ GRAPHS_DIR = Path(".kata-graphs")
 
 
 def graph_page_path(kata) -> Path:
-    from checker.manifest import REPO_ROOT
+    from checker.core.manifest import REPO_ROOT
 
     return REPO_ROOT / GRAPHS_DIR / f"{kata.slug}.html"
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from checker.diffing import run_pictures
-    from checker.pictures import Picture, html_page, text_of
+    from checker.kit.pictures import Picture, html_page, text_of
+    from checker.learner.diffing import run_pictures
 
     kata = get_kata(args.number)
     attempt = args.attempt or kata.stub_path
@@ -437,7 +442,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
-    from checker.gradescope import AutograderConfig, BundleError, build_bundle
+    from checker.mentor.gradescope import AutograderConfig, BundleError, build_bundle
 
     known = {k.number: k for k in load_katas()}
     try:
@@ -479,8 +484,8 @@ def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
 
 def _check_ids_exist(config, known) -> None:
     """Every --check-visibility names a check the kata has (read from its hidden checks, nothing run)."""
-    from checker.batch import probe_plans
-    from checker.gradescope import BundleError
+    from checker.mentor.gradescope import BundleError
+    from checker.run.batch import probe_plans
 
     wanted: dict[int, set[str]] = {}
     for key in config.check_visibility:
@@ -500,7 +505,7 @@ def _check_ids_exist(config, known) -> None:
 
 
 def cmd_classroom_template(args: argparse.Namespace) -> int:
-    from checker.classroom import write_template
+    from checker.mentor.classroom import write_template
 
     katas = [get_kata(n) for n in dict.fromkeys(args.kata)] or list(load_katas())
     try:
@@ -513,7 +518,7 @@ def cmd_classroom_template(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from checker.grade import GradeError, grade
+    from checker.mentor.grade import GradeError, grade
 
     katas = [get_kata(n) for n in dict.fromkeys(args.kata)] or list(load_katas())
     try:
@@ -526,7 +531,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    from checker.mutate import MutateError, run_command
+    from checker.author.mutate import MutateError, run_command
 
     if args.write and args.no_hand:
         raise UsageError("--write needs the hand-written mutants scored: drop --no-hand")
@@ -535,6 +540,15 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     if (args.mutant or args.list) and args.number is None:
         raise UsageError("say which kata: `python -m checker mutate N --mutant ID` (or --list)")
     katas = [get_kata(args.number)] if args.number is not None else list(load_katas())
+    if args.carry_renames or args.renames:
+        from checker.author.renames import RenameError, run_command as carry_renames
+
+        if not (args.carry_renames and args.renames):
+            raise UsageError("--carry-renames BASE and --renames FILE go together")
+        try:
+            return carry_renames(katas, args.carry_renames, args.renames, write=args.write)
+        except RenameError as exc:
+            raise UsageError(str(exc)) from None
     try:
         return run_command(katas, jobs=args.jobs, mutant=args.mutant, listing=args.list, write=args.write,
                            time_limit=args.time_limit, hand=not args.no_hand, hand_checker=args.hand_checker,
@@ -546,7 +560,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
 def cmd_warm(args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from checker import warm
+    from checker.run import warm
 
     try:
         where = warm.socket_path()

@@ -4,9 +4,9 @@
   process that captures a graph costs before any check runs;
 - every kata, `python -m checker kata N --solution` three ways: cold (FX_KATAS_WARM=0: a new interpreter per
   shard), first (no warm server yet: the run starts cold and starts the server when done) and warm (the server lives),
-  each as a ratio to the floor, with where the warm run's time went (checker/warm.py, PHASES in runner.py);
+  each as a ratio to the floor, with where the warm run's time went (checker/run/warm.py, PHASES in runner.py);
 - `make watch`: from saving the file to the verdict on screen, with the server warm;
-- the first failing check on screen (the live report, checker/live.py): each kata's first known mistake as a new
+- the first failing check on screen (the live report, checker/run/live.py): each kata's first known mistake as a new
   one and again (its failed checks run first), and how soon an infinite loop is reported with its line;
 - Hypothesis throughput: examples per second of each fuzz check (from the checker's verbose JSON);
 - `python -m checker all --fresh` with every kata solved, and `make test` (skip with --no-make-test).
@@ -34,7 +34,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from checker.manifest import load_katas  # noqa: E402
+from checker.core.manifest import load_katas  # noqa: E402
 
 FLOOR_CODE = """
 import torch
@@ -43,10 +43,10 @@ torch.compile(mlp, backend="eager", fullgraph=True)(torch.randn(2, 8))
 """
 FIRST_FAILURE_CODE = """
 import json, sys, time
-from checker.live import first_checks
-from checker.manifest import get_kata
-from checker.runner import interactive_shards, run_kata
-from checker.warm import learner_launcher
+from checker.core.manifest import get_kata
+from checker.run.live import first_checks
+from checker.run.runner import interactive_shards, run_kata
+from checker.run.warm import learner_launcher
 kata, attempt, failed = get_kata(int(sys.argv[1])), sys.argv[2], [c for c in sys.argv[3].split(",") if c]
 launcher = learner_launcher(wait=True)
 started, seen = time.perf_counter(), []
@@ -127,7 +127,7 @@ def measure_watch(number: int) -> float:
 
 def measure_first_failure(number: int, attempt: Path, failed: list[str], time_limit: float | None = None) -> dict:
     """Seconds from asking to the first failing check's result (server warm), the run's total, and what failed:
-    what a learner waits for before the live report shows the first thing to fix (checker/live.py)."""
+    what a learner waits for before the live report shows the first thing to fix (checker/run/live.py)."""
     args = [sys.executable, "-c", FIRST_FAILURE_CODE, str(number), str(attempt), ",".join(failed)]
     _, proc = timed(args + ([str(time_limit)] if time_limit else []))
     try:
@@ -216,7 +216,7 @@ def main() -> int:
 
 def _bench_grade(learners: int = 20) -> int:
     """`checker grade` of one class, with the strongest sandbox and with none; the ratio and what each said."""
-    from checker.manifest import get_kata
+    from checker.core.manifest import get_kata
 
     kata = get_kata(1)
     with tempfile.TemporaryDirectory(prefix="fxb-class-") as folder:
@@ -264,7 +264,7 @@ def _bench(args: argparse.Namespace) -> int:
     print(f"targets (x floor): cold <= {COLD_RATIO_TARGET:g}, first <= {FIRST_RATIO_TARGET:g}, "
           f"warm <= {WARM_RATIO_TARGET:g}, watch <= {WATCH_RATIO_TARGET:g}; met: {sum(verdicts)}/{len(verdicts)}")
     first_failure_rows([k for k in load_katas() if not args.kata or k.number in args.kata], floor)
-    print("\nwhere a warm run's time goes (seconds; the slowest shard's, see checker/runner.py PHASES):")
+    print("\nwhere a warm run's time goes (seconds; the slowest shard's, see checker/run/runner.py PHASES):")
     print("\n".join(phases))
 
     print(f"\n{'fuzz check':<58} {'examples':>8} {'seconds':>8} {'examples/s':>10}")

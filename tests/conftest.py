@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.manifest import load_katas
+from checker.core.manifest import load_katas
 
 # Runs start cold unless a test asks for a warm server (the `warm_launcher` fixture, tests/test_warm.py): no
 # test starts or reaches the learner's own per-user server.
@@ -86,8 +86,8 @@ def fresh_dynamo():
 
 @pytest.fixture(scope="session")
 def warm_launcher():
-    """A private warm server for this test process (checker/warm.py): runs given its launcher are forked by it."""
-    from checker.warm import PrivateServer
+    """A private warm server for this test process (checker/run/warm.py): runs given its launcher are forked by it."""
+    from checker.run.warm import PrivateServer
 
     os.environ["FX_KATAS_WARM"] = "1"
     try:
@@ -112,7 +112,7 @@ def comparable(result) -> dict:
 
 def score_both_ways(kata, attempt, launcher, **options):
     """Score `attempt` cold and forked by the warm server: the results must be the same, but for time."""
-    from checker.runner import run_kata
+    from checker.run.runner import run_kata
 
     cold = run_kata(kata, attempt, **options)
     warm = run_kata(kata, attempt, launcher=launcher, **options)

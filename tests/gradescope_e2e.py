@@ -24,8 +24,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from checker.gradescope import AutograderConfig, build_bundle  # noqa: E402
-from checker.manifest import get_kata  # noqa: E402
+from checker.core.manifest import get_kata  # noqa: E402
+from checker.mentor.gradescope import AutograderConfig, build_bundle  # noqa: E402
 
 RECORD = REPO_ROOT / "tests" / "gradescope" / "e2e.json"
 KATA = get_kata(2)
@@ -56,7 +56,7 @@ def verdict(data: dict, top: int) -> str:
 def main() -> int:
     import jsonschema
 
-    from checker.gradescope import SCHEMA_PATH
+    from checker.mentor.gradescope import SCHEMA_PATH
     from tests.test_gradescope import _inputs_digest
 
     schema = json.loads(SCHEMA_PATH.read_text())

@@ -4,7 +4,7 @@ would expect, within the time limit, with no process left behind.
 Each attack is the learner's file, at the learner's path, in a private copy of the repository (some write to
 its files, found from their own path as a learner's code would), and its EXPECT names the outcome: status,
 score, and words the message must hold. It runs twice: through the command line from a cold start, and forked
-by a warm server (the learner's default, checker/warm.py) with the checks and references read from the copy.
+by a warm server (the learner's default, checker/run/warm.py) with the checks and references read from the copy.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.manifest import REPO_ROOT, get_kata
-from checker.runner import WALL_FACTOR, run_kata, snapshot_hidden
-from checker.sandbox import bubblewrap_works
+from checker.attempt.sandbox import bubblewrap_works
+from checker.core.manifest import REPO_ROOT, get_kata
+from checker.run.runner import WALL_FACTOR, run_kata, snapshot_hidden
 
 ATTACKS_DIR = Path(__file__).resolve().parent / "attacks"
 # grade_* attacks run inside `checker grade` (here and in tests/test_grade_sandbox.py), warm_* against the learner's
@@ -169,8 +169,8 @@ def test_grade_feedback_never_quotes_the_checks_or_the_reference(sandbox: Path, 
     """An attempt that reads kata 1's hidden checks and reference and raises them as its error message
     (grade_quotes_the_checks.py): the mentor's review may show it, but no line of either file reaches the
     learner-facing results.json or the learner's JSON. The sandbox is off, so the attempt can read the files
-    and the test proves the filter (checker.grade.learner_facing), not the sandbox."""
-    from checker.grade import QUOTE_MIN_CHARS
+    and the test proves the filter (checker.mentor.grade.learner_facing), not the sandbox."""
+    from checker.mentor.grade import QUOTE_MIN_CHARS
 
     learners = tmp_path / "learners"
     (learners / "mallory" / "01_dialects").mkdir(parents=True)

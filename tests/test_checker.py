@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from checker.manifest import REPO_ROOT, get_kata
-from checker.cpu_time import process_cpu_seconds, tree_cpu_seconds
-from checker.runner import WALL_FACTOR, run_kata
+from checker.core.cpu_time import process_cpu_seconds, tree_cpu_seconds
+from checker.core.manifest import REPO_ROOT, get_kata
+from checker.run.runner import WALL_FACTOR, run_kata
 from conftest import ATTEMPTS_DIR
 
 KATA1 = get_kata(1)
@@ -41,7 +41,7 @@ def test_import_error_names_the_missing_name(warm_launcher):
 
 def test_infinite_loop_times_out_after_its_cpu_seconds_and_keeps_finished_checks():
     """The limit counts CPU seconds of the checks process and everything it started (the attempt's worker
-    included), so a busy machine does not turn a correct attempt into a timeout (checker/cpu_time.py)."""
+    included), so a busy machine does not turn a correct attempt into a timeout (checker/core/cpu_time.py)."""
     result = run_kata(KATA1, ATTEMPTS_DIR / "infinite_loop.py", only=ONE_CHECK, time_limit=8)
     assert result.status == "timeout"
     assert result.checks[0].status == "timeout"
@@ -63,7 +63,7 @@ def test_an_attempt_that_waits_is_stopped_by_the_wall_clock_backstop():
 def test_without_a_cpu_clock_the_limit_is_wall_time(monkeypatch, warm_launcher):
     """Where /proc is missing (macOS), CPU seconds cannot be read: the limit is then wall-clock seconds, not three
     times as many."""
-    import checker.runner as runner
+    import checker.run.runner as runner
 
     monkeypatch.setattr(runner, "can_measure", lambda: False)
     monkeypatch.setattr(runner, "tree_cpu_seconds", lambda pid: 0.0)
@@ -148,8 +148,8 @@ def test_solution_exits_zero_and_text_output_ends_with_score():
 
 
 def test_a_failing_check_shows_its_id_and_how_to_run_it_alone_and_messages_wrap_at_words():
-    from checker.report import render_text
-    from checker.runner import CheckResult, KataResult
+    from checker.run.report import render_text
+    from checker.run.runner import CheckResult, KataResult
 
     long = "The pass fused 0 of 2 safe pairs in a symbolic_trace graph: " + "a matcher written for aten ops " * 4
     checks = [CheckResult("fuses_pairs", "module", "fuses safe pairs", "fail", 2, message=long),
@@ -165,8 +165,8 @@ def test_a_failing_check_shows_its_id_and_how_to_run_it_alone_and_messages_wrap_
 
 
 def test_one_exception_raised_on_many_graphs_is_shown_once():
-    from checker.report import render_text
-    from checker.runner import CheckResult, KataResult
+    from checker.run.report import render_text
+    from checker.run.runner import CheckResult, KataResult
 
     def raised(graph: str) -> str:
         return f"fuse_linear_gelu on the {graph} graph raised KeyError at fusion.py:8 in fuse(): '{graph}'\nits graph"
@@ -198,7 +198,7 @@ def test_wrong_torch_version_is_refused_unless_overridden(tmp_path):
     fake_dist = tmp_path / "torch-9.9.9.dist-info"
     fake_dist.mkdir()
     (fake_dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 9.9.9\n")
-    code = ("import sys; sys.path.insert(0, %r); from checker.runner import torch_version_problem; "
+    code = ("import sys; sys.path.insert(0, %r); from checker.run.runner import torch_version_problem; "
             "print(torch_version_problem())" % str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert "torch 9.9.9 is installed" in proc.stdout and "--any-torch" in proc.stdout
@@ -281,9 +281,9 @@ def test_first_checks_run_first_and_the_report_keeps_kata_order(warm_launcher):
 def test_live_report_prints_failures_as_they_come_and_the_report_does_not_repeat_them():
     import io
 
-    from checker.live import LiveReport
-    from checker.report import render_text
-    from checker.runner import CheckResult, KataResult
+    from checker.run.live import LiveReport
+    from checker.run.report import render_text
+    from checker.run.runner import CheckResult, KataResult
 
     kata = get_kata(3)
     screen = io.StringIO()
@@ -305,8 +305,8 @@ def test_live_report_prints_failures_as_they_come_and_the_report_does_not_repeat
 
 
 def test_checks_that_failed_last_time_run_first_then_the_likeliest_catchers():
-    from checker.live import first_checks
-    from checker.mutation_report import load_report
+    from checker.core.mutation_report import load_report
+    from checker.run.live import first_checks
 
     kata = get_kata(2)
     report = load_report(kata)
@@ -335,8 +335,8 @@ def test_a_check_stuck_in_a_loop_is_stopped_at_its_own_limit_with_the_line_and_t
 
 
 def test_each_check_limit_comes_from_its_time_on_the_reference():
-    from checker.child import MIN_CHECK_LIMIT, check_limits
-    from checker.mutation_report import load_report
+    from checker.core.mutation_report import load_report
+    from checker.trusted.checks_process import MIN_CHECK_LIMIT, check_limits
 
     kata = get_kata(5)
     learner, deep = check_limits(kata.checks_path, "learner"), check_limits(kata.checks_path, "deep")
@@ -346,8 +346,8 @@ def test_each_check_limit_comes_from_its_time_on_the_reference():
 
 
 def test_compact_report_folds_stages_that_pass_into_one_line():
-    from checker.report import render_text
-    from checker.runner import CheckResult, KataResult
+    from checker.run.report import render_text
+    from checker.run.runner import CheckResult, KataResult
 
     checks = [CheckResult("a", "module", "fuses safe pairs", "fail", 2, message="fused 0 of 2"),
               CheckResult("b", "module", "keeps others", "pass", 1),
@@ -360,8 +360,8 @@ def test_compact_report_folds_stages_that_pass_into_one_line():
 
 
 def test_the_report_names_the_earlier_katas_files_an_attempt_ran_with():
-    from checker.report import render_text
-    from checker.runner import KataResult
+    from checker.run.report import render_text
+    from checker.run.runner import KataResult
 
     kata5 = get_kata(5)
     def header(attempt) -> str:
@@ -375,8 +375,8 @@ def test_the_report_names_the_earlier_katas_files_an_attempt_ran_with():
 
 
 def test_checks_stopped_at_the_same_line_are_shown_once():
-    from checker.report import render_text
-    from checker.runner import CheckResult, KataResult
+    from checker.run.report import render_text
+    from checker.run.runner import CheckResult, KataResult
 
     stopped = ("stopped: your code computed for 10 s of CPU time in this check without finishing, at loop.py:2 in "
                "node_dialect(). Look for a loop that never ends.")

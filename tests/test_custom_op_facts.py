@@ -15,8 +15,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.subgraph_rewriter import replace_pattern, replace_pattern_with_filters
 
-from checker.child import load_module
-from checker.manifest import KATAS_DIR, REPO_ROOT
+from checker.core.manifest import KATAS_DIR, REPO_ROOT
+from checker.core.modules import load_module
 
 reference = load_module(REPO_ROOT / "solutions" / "07_custom_ops" / "vendor_op.py", "kata07_reference_for_facts")
 probes = load_module(KATAS_DIR / "07_custom_ops" / "hidden" / "probes.py", "kata07_probes_for_facts")

@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 from torch.export import Dim
 
-from checker.child import load_module
-from checker.manifest import get_kata
+from checker.core.manifest import get_kata
+from checker.core.modules import load_module
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 aten = torch.ops.aten
@@ -188,8 +188,8 @@ def test_step_5_a_delegated_program_saves_and_loads_and_an_op_registered_elsewhe
     import subprocess
     import sys
 
+    from checker.core.manifest import REPO_ROOT
     from checker.kit import load_reference
-    from checker.manifest import REPO_ROOT
 
     reference = load_reference("08_export_aot", "aot.py")
     model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3)).eval()
@@ -203,7 +203,7 @@ def test_step_5_a_delegated_program_saves_and_loads_and_an_op_registered_elsewhe
     twice.register_fake(lambda x: torch.empty_like(x))
     foreign = torch.export.export(Lambda(lambda h: torch.ops.facts_elsewhere.twice(h)), (torch.randn(3, 4),))
     torch.export.save(foreign, tmp_path / "foreign.pt2")
-    code = ("import torch, katas.common.npu_aot, sys\n"
+    code = ("import torch, katas.common.npu.aot, sys\n"
             "print(torch.export.load(sys.argv[1]).module()(torch.ones(5, 4)).shape)\n"
             "try:\n    torch.export.load(sys.argv[2])\nexcept Exception as e:\n    print('refused', type(e).__name__)\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ok.pt2"), str(tmp_path / "foreign.pt2")],

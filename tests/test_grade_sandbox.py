@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.manifest import REPO_ROOT
-from checker.sandbox import Sandbox, bubblewrap_works, plan
+from checker.attempt import sandbox as sandboxes
+from checker.attempt.sandbox import Sandbox, bubblewrap_works, plan
+from checker.core.manifest import REPO_ROOT
 
 ATTACKS_DIR = Path(__file__).resolve().parent / "attacks"
 # A known wrong attempt that stands alone (the hand-written mutants load the reference, which a sandbox hides):
@@ -127,7 +128,7 @@ def test_a_user_sandbox_names_what_other_users_can_still_read(tmp_path: Path):
             pytest.skip(f"{parent} is closed to other users, so nothing below it is readable by them")
     sandbox = Sandbox("user", (str(open_folder), str(closed_folder)), uid=61000,
                       exposed=tuple(p for p in (str(open_folder), str(closed_folder))
-                                    if __import__("checker.sandbox", fromlist=["x"]).readable_by_others(Path(p))))
+                                    if sandboxes.readable_by_others(Path(p))))
     assert sandbox.exposed == (str(open_folder),)
     assert "NOT hidden from attempts" in sandbox.describe() and str(open_folder) in sandbox.describe()
 
@@ -175,7 +176,7 @@ def test_a_forked_worker_in_a_user_sandbox_is_the_learners_user_for_good():
 
 
 def _user_sandbox_round(tmp_path: Path) -> None:
-    from checker.sandbox import hand_over
+    from checker.attempt.sandbox import hand_over
 
     secret = tmp_path / "checks.py"
     secret.write_text("secret")
@@ -214,9 +215,9 @@ def _user_sandbox_round(tmp_path: Path) -> None:
 
 @needs_bubblewrap
 def test_a_process_the_checks_start_for_the_attempt_runs_in_its_sandbox(tmp_path: Path, monkeypatch):
-    """checker.sandbox.confine: kata 8 loads the attempt's saved program (torch.export.load unpickles it) in a
+    """checker.attempt.sandbox.confine: kata 8 loads the attempt's saved program (torch.export.load unpickles it) in a
     fresh process; while grading, that process is as confined as the worker; outside a grade, unchanged."""
-    from checker.sandbox import ENV_VAR, confine
+    from checker.attempt.sandbox import ENV_VAR, confine
 
     secret = tmp_path / "secret"
     secret.mkdir()

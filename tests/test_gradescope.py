@@ -1,6 +1,6 @@
-"""Grading a class on Gradescope and GitHub Classroom. The Gradescope autograder (checker/gradescope.py), run as Gradescope runs it: the bundle unzipped into a
-temporary root laid out like /autograder (source/, submission/, results/), `run_autograder` once per
-submission, and every results.json validated against checker/schemas/gradescope-results.schema.json.
+"""Grading a class on Gradescope and GitHub Classroom. The Gradescope autograder (checker/mentor/gradescope.py),
+run as Gradescope runs it: the bundle unzipped into a temporary root laid out like /autograder (source/,
+submission/, results/), `run_autograder` once per submission, and every results.json validated against checker/mentor/schemas/gradescope-results.schema.json.
 
 The toy kata of tests/test_tooling.py keeps each run to a second or two. `setup.sh` installs torch into a new
 virtual environment, which takes longer than `make test` may: `make gradescope-check` runs it with kata 2 end to
@@ -20,13 +20,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from checker.gradescope import SCHEMA_PATH
-from checker.manifest import REPO_ROOT
+from checker.core.manifest import REPO_ROOT
+from checker.mentor.gradescope import SCHEMA_PATH
 from conftest import ATTEMPTS_DIR
 from test_tooling import TOY, TOY_SLUG, TOY_SOLUTION, TOY_STUB, _write, repo  # noqa: F401 - `repo` is a fixture
 
 E2E_RECORD = REPO_ROOT / "tests" / "gradescope" / "e2e.json"
-E2E_INPUTS = ("checker/gradescope.py", "checker/schemas/gradescope-results.schema.json", "pyproject.toml")
+E2E_INPUTS = ("checker/mentor/gradescope.py", "checker/mentor/schemas/gradescope-results.schema.json", "pyproject.toml")
 
 
 def validate(data: dict) -> None:
@@ -107,7 +107,7 @@ def test_every_kind_of_submission_gets_a_readable_result_and_zero(autograder, ca
 
 
 GRADESCOPE_ATTACK = """import importlib.util, os, pathlib
-from checker.manifest import REPO_ROOT, SOLUTIONS_DIR
+from checker.core.manifest import REPO_ROOT, SOLUTIONS_DIR
 for module in ("grade.py", "diffing.py", "__init__.py"):  # route 1: change what grading imports afterwards
     try:
         with open(REPO_ROOT / "checker" / module, "a") as handle:
@@ -136,7 +136,7 @@ except OSError:
 def test_an_attempt_on_gradescope_gets_what_its_own_code_earns_and_sees_nothing_hidden(autograder, tmp_path):
     """The grade routes of issue 32 as one submission, run as Gradescope runs the bundle (as root here, where
     `make test` installs bubblewrap): it cannot change the checker, import the reference or read the checks."""
-    from checker.sandbox import bubblewrap_works
+    from checker.attempt.sandbox import bubblewrap_works
 
     if not bubblewrap_works():
         pytest.skip("bubblewrap is not installed or cannot make namespaces here")
@@ -151,7 +151,7 @@ def test_an_attempt_on_gradescope_gets_what_its_own_code_earns_and_sees_nothing_
 
 
 def test_hidden_counterexamples_are_cut_from_the_output():
-    from checker.gradescope import AutograderConfig, shape_results
+    from checker.mentor.gradescope import AutograderConfig, shape_results
 
     message = "a random MLP changes: max abs diff 0.3\nSmallest failing example found: Linear(3, 4) ...\n--seed 7"
     data = {"score": 0, "output": "", "tests": [{"name": "t", "score": 0, "max_score": 2, "status": "failed",
@@ -174,11 +174,11 @@ def test_the_bundle_holds_the_committed_files_and_refuses_uncommitted_katas(repo
     built = repo.run("gradescope-bundle", "--kata", str(TOY), "--out", str(tmp_path / "head.zip"))
     assert built.returncode == 0, built.stderr
     with zipfile.ZipFile(tmp_path / "head.zip") as bundle:
-        assert "MENTOR-LOCAL" not in bundle.read("checker/kit.py").decode(), "an uncommitted change shipped"
+        assert "MENTOR-LOCAL" not in bundle.read("checker/kit/checks.py").decode(), "an uncommitted change shipped"
         assert bundle.read(f"katas/{TOY_SLUG}/toy.py").decode() == TOY_STUB
         assert bundle.read(f".kata-backups/.pristine/{TOY_SLUG}/toy.py").decode() == TOY_STUB
         setup = bundle.read("setup.sh").decode()
-    assert "checker/kit.py" in built.stderr and "not in the bundle" in built.stderr
+    assert "checker/kit/checks.py" in built.stderr and "not in the bundle" in built.stderr
     assert "from git HEAD" in built.stdout and f"katas/{TOY_SLUG}/toy.py" in built.stdout
     assert " ".join(built.stdout.split()).count("solutions/ 2 files") == 1 and "of them in katas/*/hidden/" in built.stdout
     assert "apt-get install -y -qq bubblewrap" in setup and "useradd --system" in setup and " fxkatas" in setup
@@ -199,9 +199,9 @@ def test_the_bundle_holds_the_committed_files_and_refuses_uncommitted_katas(repo
 def test_learner_facing_output_is_capped_and_quotes_no_hidden_line():
     """results.json and the learner's JSON: at most 1,000 characters per output, with a note of what was cut,
     no line of a reference or a hidden folder, and no source line of a traceback frame outside the learner's file."""
-    from checker.grade import OUTPUT_MAX_CHARS, gradescope_json, learner_facing, secret_lines
-    from checker.manifest import get_kata
-    from checker.runner import CheckResult, KataResult
+    from checker.core.manifest import get_kata
+    from checker.mentor.grade import OUTPUT_MAX_CHARS, gradescope_json, learner_facing, secret_lines
+    from checker.run.runner import CheckResult, KataResult
 
     kata = get_kata(1)
     secret = secret_lines()
@@ -211,13 +211,13 @@ def test_learner_facing_output_is_capped_and_quotes_no_hidden_line():
     stub_line = next(line.strip() for line in kata.stub_path.read_text().splitlines() if line.startswith("def "))
     assert stub_line not in secret, "the stub's lines are public"
     message = "\n".join(["your function raised:", *quoted, 'Traceback (most recent call last):',
-                         '  File "/x/checker/kit.py", line 3, in run', "    private_helper(ctx, reference)",
+                         '  File "/x/checker/kit/checks.py", line 3, in run', "    private_helper(ctx, reference)",
                          '  File "/tmp/copy/01_dialects/dialects.py", line 9, in node_dialect',
                          "    return node.op.upper_case_of_mine()", "ValueError: nope"])
     shown = learner_facing(message + f"\nyour code raised RuntimeError at dialects.py:3 in f(): {quoted[0]} (and more)")
     assert not any(line in shown for line in quoted) and "private_helper" not in shown
     assert "your code raised RuntimeError at dialects.py:3 in f(): [hidden] (and more)" in shown
-    assert 'File "/x/checker/kit.py", line 3' in shown and "return node.op.upper_case_of_mine()" in shown
+    assert 'File "/x/checker/kit/checks.py", line 3' in shown and "return node.op.upper_case_of_mine()" in shown
     assert "[12 lines hidden: they quote the checks, the reference or code outside your file]" in shown
     long = learner_facing("word " * 600)
     assert len(long) <= OUTPUT_MAX_CHARS and long.endswith("more characters)") and "… (cut: " in long

@@ -1,7 +1,7 @@
 """Every reference scores full marks, every pristine stub is not_started, every mutant is caught.
 
 The stub and the mutant of each kata are scored twice, cold and forked by a warm server, and the two results must
-be the same (checker/warm.py). A correct attempt runs every check once each way: the reference cold, the
+be the same (checker/run/warm.py). A correct attempt runs every check once each way: the reference cold, the
 alternative forked by the warm server (a kata without an alternative scores its reference both ways).
 
 Kata-agnostic: adding a kata to katas/katas.toml (and mutants to tests/mutants/<slug>/) adds its tests here.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from checker.runner import run_kata
+from checker.run.runner import run_kata
 from conftest import (KATAS, alternative_files, boundary_mutants, kata_id, killed_by, live_alternatives, mutant_files,
                       score_both_ways)
 

@@ -5,7 +5,7 @@ import ast
 
 import pytest
 
-from checker.manifest import REPO_ROOT
+from checker.core.manifest import REPO_ROOT
 from conftest import KATAS, kata_id
 
 

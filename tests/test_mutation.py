@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.mutation_report import (UNTRIAGED, Report, Survivor, keep_reasons, load_report, relative, report_path)
+from checker.core.mutation_report import (UNTRIAGED, Report, Survivor, keep_reasons, load_report, relative, report_path)
 from conftest import KATAS, TESTS_DIR, kata_id, killed_by
 
 FIXTURE = TESTS_DIR / "fixtures" / "mutation_kata"
@@ -41,7 +41,7 @@ def test_mutation_report_is_current(kata):
 
 @pytest.mark.parametrize("kata", KATAS, ids=kata_id)
 def test_mutation_report_uses_the_pinned_tool(kata):
-    from checker.mutants import TOOL, TOOL_VERSION
+    from checker.author.mutants import TOOL, TOOL_VERSION
 
     report = _report(kata)
     assert (report.tool, report.tool_version) == (TOOL, TOOL_VERSION), \
@@ -94,11 +94,11 @@ def test_every_correct_alternative_passes_every_check(kata):
 # --- the tool: mutants --------------------------------------------------------------------------------------
 
 def test_mutants_are_what_cosmic_ray_makes():
-    """checker.mutants walks one top-level statement at a time; the result must be cosmic-ray's own."""
+    """checker.author.mutants walks one top-level statement at a time; the result must be cosmic-ray's own."""
     import cosmic_ray.plugins
     from cosmic_ray.mutating import mutate_code
 
-    from checker.mutants import generate
+    from checker.author.mutants import generate
 
     source = FIXTURE_SOLUTION.read_text(encoding="utf-8")
     mutants = generate(source)
@@ -108,7 +108,7 @@ def test_mutants_are_what_cosmic_ray_makes():
 
 
 def test_mutant_ids_survive_edits_elsewhere_and_skip_annotations():
-    from checker.mutants import generate
+    from checker.author.mutants import generate
 
     source = FIXTURE_SOLUTION.read_text(encoding="utf-8")
     edited = source.replace("DIVISOR = 1\n", "import math\nDIVISOR = 1\nUNUSED = 1 + 2\n", 1)
@@ -136,8 +136,8 @@ def test_report_round_trip_keeps_reasons_and_flags_untriaged():
 # --- the tool: the oracle ----------------------------------------------------------------------------------
 
 def _fixture_verdicts(diffs: dict[str, str], time_limit: float = 5.0):
-    from checker.mutants import generate
-    from checker.oracle import Job, Oracle, Target
+    from checker.author.mutants import generate
+    from checker.author.oracle import Job, Oracle, Target
 
     mutants = {m.diff.splitlines()[-1]: m for m in generate(FIXTURE_SOLUTION.read_text(encoding="utf-8"))}
     chosen = {name: mutants[line] for name, line in diffs.items()}
@@ -173,8 +173,8 @@ def test_oracle_kills_broken_mutants_and_spares_an_equivalent_one():
 
 
 def test_oracle_follows_the_order_it_is_given():
-    from checker.mutants import generate
-    from checker.oracle import Job, Oracle, Target
+    from checker.author.mutants import generate
+    from checker.author.oracle import Job, Oracle, Target
 
     mutant = next(m for m in generate(FIXTURE_SOLUTION.read_text(encoding="utf-8")) if m.diff.endswith("+ DIVISOR = 2"))
     with Oracle(Target("fixture", FIXTURE / "checks.py", FIXTURE_SOLUTION), warm=False) as oracle:
@@ -187,6 +187,46 @@ def test_make_mutate_is_wired():
     makefile = (TESTS_DIR.parent / "Makefile").read_text(encoding="utf-8")
     assert re.search(r"^mutate: \$\(TEST_STAMP\)", makefile, re.M), "make mutate needs the venv with cosmic-ray set up first"
     pyproject = (TESTS_DIR.parent / "pyproject.toml").read_text(encoding="utf-8")
-    from checker.mutants import TOOL_VERSION
+    from checker.author.mutants import TOOL_VERSION
 
     assert f'"cosmic-ray=={TOOL_VERSION}"' in pyproject, "pin cosmic-ray exactly in the test extra"
+
+
+def test_a_report_is_carried_across_renames_only(tmp_path, monkeypatch):
+    """`checker mutate --carry-renames`: a file whose text differs from the one the verdicts were computed on only
+    by the listed renames takes its new digest; one with any other change, or whose old text is not what the report
+    recorded, does not."""
+    import hashlib
+    import subprocess
+
+    from checker.author import renames
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "a@b.c")
+    git("config", "user.name", "author")
+    for name in ("moved.py", "edited.py"):
+        (tmp_path / name).write_text("from checker.child import load_module\nfrom katas.common.npu_aot import pack\n")
+    git("add", ".")
+    git("commit", "-qm", "base")
+    recorded = hashlib.sha256((tmp_path / "moved.py").read_bytes()).hexdigest()
+    pairs = [("from checker.child import load_module", "from checker.kit import load_module"),
+             ("katas.common.npu_aot", "katas.common.npu.aot")]
+    moved = "from checker.kit import load_module\nfrom katas.common.npu.aot import pack\n"
+    (tmp_path / "moved.py").write_text(moved)
+    (tmp_path / "edited.py").write_text(moved + "x = 1\n")
+    monkeypatch.setattr(renames, "REPO_ROOT", tmp_path)
+
+    assert renames.carried_digest("moved.py", recorded, "HEAD", pairs) == hashlib.sha256(moved.encode()).hexdigest()
+    assert renames.carried_digest("edited.py", recorded, "HEAD", pairs) is None  # changed besides the renames
+    assert renames.carried_digest("moved.py", "0" * 64, "HEAD", pairs) is None  # not what the verdicts were on
+    assert renames.carried_digest("moved.py", recorded, "HEAD", pairs[:1]) is None  # a rename not listed
+
+    listing = tmp_path / "renames.txt"
+    listing.write_text("# comment\n\nchecker.child -> checker.trusted.checks_process\n")
+    assert renames.read_renames(listing) == [("checker.child", "checker.trusted.checks_process")]
+    listing.write_text("checker.child => checker.trusted\n")
+    with pytest.raises(renames.RenameError, match="renames.txt:1: expected `old -> new`"):
+        renames.read_renames(listing)

@@ -1,4 +1,4 @@
-"""The NPU's ahead-of-time runtime (katas/common/npu_aot.py): the program format, the op's real and fake kernels,
+"""The NPU's ahead-of-time runtime (katas/common/npu/aot.py): the program format, the op's real and fake kernels,
 program memory, and replay in a fresh process."""
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checker.manifest import REPO_ROOT
-from katas.common import npu, npu_aot
-from katas.common.npu_aot import ProgramFormatError, pack, unpack
+from checker.core.manifest import REPO_ROOT
+from katas.common import npu
+from katas.common.npu import aot as npu_aot
+from katas.common.npu.aot import ProgramFormatError, pack, unpack
 
 RUN = torch.ops.npu_aot.run_program.default
 

@@ -1,12 +1,15 @@
-"""The NPU's int8 mode (katas/common/npu.py: int8_linear_kernel, int8_add_kernel; katas/common/npu_int8.py: the ops
-that run them on the device): integer arithmetic, saturation, the device's refusals, launches and program reuse."""
+"""The NPU's int8 mode (katas/common/npu/device.py: int8_linear_kernel, int8_add_kernel; katas/common/npu/int8.py:
+the ops that run them on the device): integer arithmetic, saturation, the device's refusals, launches and program
+reuse."""
 from __future__ import annotations
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from katas.common import npu, npu_int8
+from katas.common import npu
+
+from katas.common.npu import int8 as npu_int8
 from katas.common.npu import NPUCompileError, int8_add_kernel, int8_linear_kernel
 from katas.common.pt2e import DEQUANTIZE_PER_TENSOR, QUANTIZE_PER_TENSOR
 

@@ -1,4 +1,4 @@
-"""The simulated NPU (katas/common/npu.py) is the ground truth katas 4 and 5 are checked against: it must compile
+"""The simulated NPU (katas/common/npu/device.py) is the ground truth katas 4 and 5 are checked against: it must compile
 exactly what it claims to run, run it with its own kernels, count honestly, and fail the way it documents."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`make graph N=k` (checker/pictures.py and each kata's graph_pictures hook), looked at as a person would: the
+"""`make graph N=k` (checker/kit/pictures.py and each kata's graph_pictures hook), looked at as a person would: the
 page's SVG holds one box per node of the graph with its name and the colour of its kind, partitions move nodes
 without losing one, a refused pair shows as refused, and a real browser draws the page in those colours.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.diffing import run_pictures
-from checker.manifest import REPO_ROOT, get_kata, load_katas
-from checker.pictures import KIND_COLOURS, Picture, html_page
+from checker.core.manifest import REPO_ROOT, get_kata, load_katas
+from checker.kit.pictures import KIND_COLOURS, Picture, html_page
+from checker.learner.diffing import run_pictures
 from conftest import MUTANTS_DIR
 from katas.common import capture
 from katas.common.zoo import ZOO
@@ -130,7 +130,7 @@ def _op_targets(picture: Picture) -> collections.Counter:
 def test_kata_4_partitions_move_nodes_onto_the_npu_without_losing_one_and_count_the_transfers():
     panel = pictures(4, capture="make_fx")[0]
     gm = capture(ZOO["renamed"].build(), ZOO["renamed"].inputs(), "make_fx").gm
-    from checker.pictures import target_text
+    from checker.kit.pictures import target_text
 
     ops = collections.Counter(target_text(n) for n in gm.graph.nodes if n.op == "call_function")
     assert _op_targets(panel.reference) == +collections.Counter({k: v for k, v in ops.items() if "aten." in k})

@@ -10,9 +10,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from checker.child import load_module
+from checker.core.manifest import REPO_ROOT, get_kata
+from checker.core.modules import load_module
 from checker.kit import load_reference
-from checker.manifest import REPO_ROOT, get_kata
 from katas.common.pt2e import (
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,

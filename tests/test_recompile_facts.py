@@ -14,8 +14,8 @@ import torch._dynamo
 import torch._dynamo.utils
 from torch._dynamo.testing import CompileCounter
 
-from checker.child import load_module
-from checker.manifest import KATAS_DIR
+from checker.core.manifest import KATAS_DIR
+from checker.core.modules import load_module
 
 KATA = KATAS_DIR / "06_recompiles"
 suspects = load_module(KATA / "suspects.py", "kata06_suspects_for_facts")

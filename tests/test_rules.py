@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.manifest import load_katas
+from checker.core.manifest import load_katas
 
 KATAS = list(load_katas())
 COMMON = Path(__file__).resolve().parent.parent / "katas" / "common"

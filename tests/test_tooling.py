@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.backups import looks_pristine
-from checker.diffing import run_sample, side_by_side
-from checker.hints import parse_hints
-from checker.manifest import REPO_ROOT, get_kata
+from checker.core.manifest import REPO_ROOT, get_kata
+from checker.core.stubs import looks_pristine
+from checker.learner.diffing import run_sample, side_by_side
+from checker.learner.hints import parse_hints
 from conftest import ATTEMPTS_DIR
 
 KATA1 = get_kata(1)
@@ -408,7 +408,7 @@ def _wait_for(path: Path, text: str, count: int, timeout: float = 60) -> bool:
 
 
 def test_watch_does_not_miss_a_save_made_while_the_last_run_was_going(tmp_path):
-    from checker.watch import _digest, wait_for_change
+    from checker.learner.watch import _digest, wait_for_change
 
     attempt = tmp_path / "attempt.py"
     attempt.write_text("x = 1\n")
@@ -495,7 +495,7 @@ def test_grade_survives_hanging_and_crashing_attempts(repo, tmp_path):
     assert missing["score"] == 0 and missing["tests"][0]["status"] == "failed"
     import jsonschema
 
-    from checker.gradescope import SCHEMA_PATH
+    from checker.mentor.gradescope import SCHEMA_PATH
 
     schema = json.loads(SCHEMA_PATH.read_text())
     for results in (out / "gradescope").glob("*/results.json"):  # Gradescope's documented format, every one
@@ -608,8 +608,8 @@ time_limit = 60
 
 
 def test_a_review_lists_every_failing_check_correctness_first():
-    from checker.grade import REVIEW_MAX_CHECKS, failing_checks_lines
-    from checker.runner import CheckResult, KataResult
+    from checker.mentor.grade import REVIEW_MAX_CHECKS, failing_checks_lines
+    from checker.run.runner import CheckResult, KataResult
 
     checks = [CheckResult(f"c{i}", "nodes", f"check {i}", "fail", 1, message=f"wrong {i}\nsecond line")
               for i in range(50)]
@@ -671,8 +671,8 @@ def test_make_targets_pass_the_kata_only_when_given():
 
 
 def test_progress_says_which_earlier_katas_a_kata_builds_on_until_they_pass():
-    from checker.manifest import load_katas
-    from checker.overview import Row, render
+    from checker.core.manifest import load_katas
+    from checker.learner.overview import Row, render
 
     def rows(status_of_3: str) -> list[Row]:
         return [Row(k, {3: status_of_3}.get(k.number, "not_started"), 0, 10, 0, 3, False, "") for k in load_katas()]
@@ -700,3 +700,18 @@ def test_setup_takes_torch_from_the_cpu_index_only_where_the_configured_one_brin
     here = subprocess.run([sys.executable, str(REPO_ROOT / "setup" / "torch_wheel.py")], capture_output=True,
                           text=True, timeout=120)
     assert (here.returncode, here.stdout) == (0, ""), "torch is installed here: nothing to choose"
+
+
+def test_a_recorded_run_goes_stale_with_every_file_its_verdict_depends_on():
+    """`make progress` reuses a run while its fingerprint holds: a file the fingerprint names but cannot read would
+    let a changed checker or device keep serving old verdicts."""
+    from checker.core.manifest import load_katas
+    from checker.learner.progress import fingerprint_files
+
+    for kata in load_katas():
+        files = fingerprint_files(kata, kata.stub_path)
+        missing = [str(p) for p in files if not p.is_file()]
+        assert not missing, f"{kata.slug}: the fingerprint reads files that do not exist: {missing}"
+        names = {p.relative_to(REPO_ROOT).as_posix() for p in files}
+        assert {"katas/common/npu/device.py", "checker/kit/checks.py", "checker/trusted/checks_process.py",
+                "checker/attempt/worker.py", "checker/channel/wire.py"} <= names

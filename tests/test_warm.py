@@ -1,4 +1,4 @@
-"""The warm server (checker/warm.py): runs it forks score as cold runs do (tests/test_katas.py compares every
+"""The warm server (checker/run/warm.py): runs it forks score as cold runs do (tests/test_katas.py compares every
 kata's reference, stub and mutant both ways); here, how it lives and dies, and what it refuses.
 
 Each test that needs the learner's per-user server gets its own folder for it (FX_KATAS_WARM_DIR), so no test
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.manifest import REPO_ROOT, get_kata
-from checker.runner import run_kata
-from checker.warm import (PrivateServer, WarmLauncher, WarmUnavailable, _alive, learner_launcher, server_status,
+from checker.core.manifest import REPO_ROOT, get_kata
+from checker.run.runner import run_kata
+from checker.run.warm import (PrivateServer, WarmLauncher, WarmUnavailable, _alive, learner_launcher, server_status,
                           socket_path, stop_server)
 from conftest import ATTEMPTS_DIR
 
@@ -99,14 +99,14 @@ def test_a_server_started_by_attempt_code_is_never_used(learner_env, tmp_path):
     path = str(socket_path())
     impostor = subprocess.Popen(
         [sys.executable, "-c", "import ctypes, os, sys; ctypes.CDLL(None).prctl(38, 1, 0, 0, 0); "
-                               "os.execv(sys.executable, [sys.executable, '-m', 'checker.warm', 'serve', "
+                               "os.execv(sys.executable, [sys.executable, '-m', 'checker.run.warm', 'serve', "
                                f"'--socket', {path!r}, '--ready-fd', '1'])"],
         cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.PIPE,
         start_new_session=True)
     try:
         assert impostor.stdout.readline().strip() == b"ready"
         with pytest.raises(ConnectionRefusedError, match="started by an attempt"):
-            from checker.warm import _connect_path
+            from checker.run.warm import _connect_path
 
             _connect_path(Path(path))
         launcher = learner_launcher()
@@ -138,7 +138,7 @@ def test_an_attempt_cannot_ask_the_server_for_a_run_of_its_own_making(learner_en
 
 def test_the_server_runs_only_its_own_repositorys_checks(learner_env, tmp_path):
     """A request from the learner's own tools that names checks outside this repository is refused too."""
-    from checker.warm import _connect_path, _recv_frame, _send_request
+    from checker.run.warm import _connect_path, _recv_frame, _send_request
 
     launcher = learner_launcher()
     forged = tmp_path / "checks.py"
@@ -198,7 +198,7 @@ def test_time_limits_crashes_and_a_client_that_leaves_end_the_run_and_its_proces
 
 def test_a_sample_forked_by_the_server_shows_what_a_cold_one_shows_and_keeps_its_time_limit(warm_launcher):
     """`make diff` / `make graph` ask the server to fork their sample process (program "sample")."""
-    from checker.diffing import run_sample
+    from checker.learner.diffing import run_sample
 
     mutant = REPO_ROOT / "tests" / "mutants" / "03_fusion_guard" / "no_guard_rewires_all_readers.py"
     assert run_sample(get_kata(3), mutant, launcher=warm_launcher) == run_sample(get_kata(3), mutant)
@@ -218,7 +218,7 @@ def test_a_sample_forked_by_the_server_shows_what_a_cold_one_shows_and_keeps_its
 def test_a_forked_run_is_as_nice_as_its_client(warm_launcher, monkeypatch, tmp_path):
     """`nice make kata` stays nice when the warm server forks the run: the server runs at the niceness of whoever
     started it, and the checks (and the attempt's worker) would otherwise compete at that priority."""
-    import checker.warm as warm
+    import checker.run.warm as warm
 
     nicer = min(os.getpriority(os.PRIO_PROCESS, 0) + 5, 19)
     monkeypatch.setattr(warm, "client_niceness", lambda: nicer)

@@ -3,8 +3,8 @@
 Read katas/08_export_aot/README.md first: it walks the path step by step and says what each check proves.
 Check your work with `make kata N=8`; ask for a hint with `make hint N=8`.
 
-The device's facts are in katas/common/npu.py (NPU_OPS, NPU_DTYPES, KERNELS, canonical_name); its ahead-of-time runtime,
-`pack` and the op `torch.ops.npu_aot.run_program`, is in katas/common/npu_aot.py.
+The device's facts are in katas/common/npu/device.py (NPU_OPS, NPU_DTYPES, KERNELS, canonical_name); its
+ahead-of-time runtime, `pack` and the op `torch.ops.npu_aot.run_program`, is in katas/common/npu/aot.py.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from torch.export import ExportedProgram
 from torch.fx.passes.operator_support import OperatorSupport
 
 from katas.common.npu import KERNELS, NPU_DTYPES, NPU_OPS, canonical_name  # noqa: F401 - the device's facts
-from katas.common.npu_aot import pack  # noqa: F401 - a partition's graph -> the program text run_program takes
+from katas.common.npu.aot import pack  # noqa: F401 - a partition's graph -> the program text run_program takes
 
 
 # --- Step 1: export, then decompose to the NPU's opset ----------------------------------------------------------
@@ -69,5 +69,5 @@ def delegate_to_npu(ep: ExportedProgram) -> ExportedProgram:
 
 def lower(model: torch.nn.Module, example_inputs: tuple) -> ExportedProgram:
     """The whole path: export_for_npu, legalise its graph, delegate_to_npu. `torch.export.save` must take the result,
-    and `torch.export.load` must bring it back in a process that imports only torch and katas.common.npu_aot."""
+    and `torch.export.load` must bring it back in a process that imports only torch and katas.common.npu.aot."""
     raise NotImplementedError("lower: README.md, 'Step 5'")

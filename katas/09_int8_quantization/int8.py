@@ -4,8 +4,8 @@ Read katas/09_int8_quantization/README.md first: it walks the path step by step 
 Check your work with `make kata N=9`; ask for a hint with `make hint N=9`.
 
 The PT2E pieces (torchao 0.18) are imported quietly from katas/common/pt2e.py. The int8 ops you lower to,
-`torch.ops.kata.int8_linear` and `torch.ops.kata.int8_add`, are in katas/common/npu_int8.py; the arithmetic they
-run on the NPU is in katas/common/npu.py (int8_linear_kernel, int8_add_kernel).
+`torch.ops.kata.int8_linear` and `torch.ops.kata.int8_add`, are in katas/common/npu/int8.py; the arithmetic they
+run on the NPU is in katas/common/npu/device.py (int8_linear_kernel, int8_add_kernel).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 import torch.fx
 
 from katas.common.npu import NPU_INT8_OPS  # noqa: F401 - what the int8 unit runs
-from katas.common.npu_int8 import INT8_ADD, INT8_LINEAR  # noqa: F401 - the ops a lowered graph calls
+from katas.common.npu.int8 import INT8_ADD, INT8_LINEAR  # noqa: F401 - the ops a lowered graph calls
 from katas.common.pt2e import (  # noqa: F401 - the PT2E flow and the ops convert_pt2e writes
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,

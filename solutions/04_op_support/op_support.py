@@ -78,7 +78,7 @@ FUNCTION_OPS: dict[Callable[..., Any], str] = {
 }
 
 
-# The namespaces whose ops the NPU has kernels for: ATen, and its own fused ops (katas/common/npu.py compiles
+# The namespaces whose ops the NPU has kernels for: ATen, and its own fused ops (katas/common/npu/device.py compiles
 # nothing else). A custom op in any other namespace is a user's own code, whatever it is called.
 NPU_NAMESPACES = ("aten", "kata")
 

@@ -13,7 +13,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from katas.common.npu import KERNELS, NPU_DTYPES, NPU_OPS, canonical_name
-from katas.common.npu_aot import pack
+from katas.common.npu.aot import pack
 
 aten = torch.ops.aten
 

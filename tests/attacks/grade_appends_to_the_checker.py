@@ -11,7 +11,7 @@ EXPECT = {"grade_only": True}
 _FORGERY = '''
 
 def _forge_everything():  # appended by an attempt
-    import checker.grade as grade
+    import checker.mentor.grade as grade
     original = grade.learner_json
     def forged(learner, results, katas, maxima):
         for result in results:

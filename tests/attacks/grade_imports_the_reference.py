@@ -17,7 +17,7 @@ def _candidates():
         yield parent / "solutions" / "01_dialects" / "dialects.py"
         yield parent / "hidden" / "solutions" / "01_dialects" / "dialects.py"
     try:
-        from checker.manifest import SOLUTIONS_DIR
+        from checker.core.manifest import SOLUTIONS_DIR
         yield SOLUTIONS_DIR / "01_dialects" / "dialects.py"
     except Exception:
         pass

@@ -1,9 +1,9 @@
-"""Attack on the CPU-second time limit (checker/cpu_time.py counts the checks process and its descendants): do
+"""Attack on the CPU-second time limit (checker/core/cpu_time.py counts the checks process and its descendants): do
 the work in a detached process — fork, start a new session, fork again, burn CPU forever — while the attempt itself
-only waits for it. The checks process is a child subreaper (checker/child.py), so the orphaned burner is handed to
-it and stays a descendant: its CPU counts, the run ends at the limit's computing time and says so, and no process
-outlives the run. (Were it not counted, the wall-clock backstop would end the run at three times the limit.) The
-burner writes its pid to KATA_ATTACK_MARKER so the test can look for it."""
+only waits for it. The checks process is a child subreaper (checker/trusted/checks_process.py), so the orphaned burner
+is handed to it and stays a descendant: its CPU counts, the run ends at the limit's computing time and says so, and no
+process outlives the run. (Were it not counted, the wall-clock backstop would end the run at three times the limit.)
+The burner writes its pid to KATA_ATTACK_MARKER so the test can look for it."""
 import os
 import time
 

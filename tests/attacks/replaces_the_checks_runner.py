@@ -1,11 +1,11 @@
 """Attack: at import, replace the checks' runner with one that reports every planned check as passed.
 
 Before the trust boundary this scored 38/38: the attempt ran in the process that ran the checks. Now it runs
-in a worker where `checker.child` does nothing: the checks run elsewhere."""
+in a worker where `checker.trusted.checks_process` does nothing: the checks run elsewhere."""
 import json
 import sys
 
-import checker.child
+import checker.trusted.checks_process
 
 KATA, CHECKS = 1, ("structural_nodes_are_neutral", "getitem_is_neutral")
 EXPECT = {"status": "not_started", "score": 0}
@@ -16,7 +16,7 @@ def _forged_run_checks(specs, ctx, events, attempt_path, worker=None):
         events.emit(event="result", id=spec.id, status="pass", message="", detail="", output="", fuzz=[], seconds=0.0)
 
 
-checker.child.run_checks = _forged_run_checks
+checker.trusted.checks_process.run_checks = _forged_run_checks
 main = sys.modules.get("__main__")
 if main is not None:
     main.run_checks = _forged_run_checks

@@ -19,7 +19,7 @@ except OSError:
 _said = []
 try:
     os.environ["FX_KATAS_WARM_DIR"] = os.environ["KATA_ATTACK_WARM_DIR"]
-    from checker import warm
+    from checker.run import warm
 
     env, fingerprint, path = warm._checked()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -17,7 +17,7 @@ import torch
 import torch.fx
 from hypothesis import strategies as st
 
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import Checks, Context, CheckFailed, _attempt_location, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 import torch.fx
 
-from checker.child import load_module
+from checker.kit import load_module
 from katas.common import capture
 from katas.common.zoo import ZOO
 

@@ -5,7 +5,7 @@ dialect each side reads off every node and off the whole graph, so that is what 
 """
 from __future__ import annotations
 
-from checker.samples import graph_lines, guarded, per_capture
+from checker.kit.samples import graph_lines, guarded, per_capture
 from katas.common.capture import CAPTURES
 
 
@@ -37,7 +37,7 @@ def _kind(module, node) -> str:
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=1`: the zoo model (`mlp` unless `model`) captured each way (or only `capture`), every node
     coloured by the dialect each side gives it; a node where the attempt disagrees carries the reference's word."""
-    from checker.pictures import Panel, picture_of
+    from checker.kit.pictures import Panel, picture_of
     from katas.common import capture as capture_model
     from katas.common.capture import CAPTURE_DIALECT
     from katas.common.zoo import ZOO

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import torch
 from hypothesis import strategies as st
 
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common.quiet import quiet
 from katas.common.strategies import float_tensors, hiding_logging_settings, suspect_shapes, user_logging_settings

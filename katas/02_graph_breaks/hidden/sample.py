@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 import torch._dynamo
 
-from checker.child import load_module
-from checker.samples import guarded, picture_or_failure
+from checker.kit import load_module
+from checker.kit.samples import guarded, picture_or_failure
 from katas.common.quiet import quiet
 
 SUSPECTS = load_module(Path(__file__).resolve().parent.parent / "suspects.py", "suspects")  # as checks.py names it
@@ -112,7 +112,7 @@ def _graphs(func, args) -> list:
 
 def _pieces(graphs: list, title: str, caption: str):
     """Every graph of one compile as one picture: the pieces side by side, nodes prefixed with their graph."""
-    from checker.pictures import Picture, picture_of
+    from checker.kit.pictures import Picture, picture_of
 
     nodes, edges = [], []
     for index, gm in enumerate(graphs):
@@ -129,7 +129,7 @@ def _pieces(graphs: list, title: str, caption: str):
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=2`: for each suspect (or only `model`), the graphs torch.compile makes of it (one per piece
     between breaks), beside the graphs it makes of each side's fixed_<suspect> (one is the goal)."""
-    from checker.pictures import Panel
+    from checker.kit.pictures import Panel
 
     if capture not in (None, "dynamo"):
         raise ValueError("kata 2's graphs are Dynamo's: --capture dynamo, or leave it out")

@@ -30,11 +30,11 @@ from katas.common.naming import module_type_name, target_name
 from checker.kit import Checks, CheckFailed, _attempt_location, expect, fuzz
 from katas.common import capture, describe
 from katas.common.models import LayerSpec, MLPSpec, build_mlp
-from checker.graph_wire import VALUE_KEYS, VALUE_KEYS_META
+from checker.channel.graphs import VALUE_KEYS, VALUE_KEYS_META
 from katas.common.capture import CaptureError
 from katas.common.ops import LINEAR_GELU_CALLS
 from katas.common.strategies import mlp_specs
-from checker.child import load_module
+from checker.kit import load_module
 
 programs = load_module(Path(__file__).with_name("programs.py"), "kata03_fusion_guard_programs")  # pair programs
 LEAF_TRACER = programs.LEAF_TRACER

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from checker.samples import graph_lines, guarded, picture_or_failure
+from checker.kit.samples import graph_lines, guarded, picture_or_failure
 from katas.common import capture
 from katas.common.ops import LINEAR_GELU_CALLS
 
@@ -122,7 +122,7 @@ def _marks(gm, captured: bool) -> tuple[dict, dict]:
 
 
 def _picture(gm, title: str, caption: str = "", *, captured: bool = False):
-    from checker.pictures import picture_of
+    from checker.kit.pictures import picture_of
 
     kinds, notes = _marks(gm, captured)
     return picture_of(gm, title, kind_of=lambda n: kinds.get(n.name, ""), note_of=lambda n: notes.get(n.name, ""),
@@ -132,7 +132,7 @@ def _picture(gm, title: str, caption: str = "", *, captured: bool = False):
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=3`: the guard sample as captured (every Linear->GELU pair marked safe or not), and the
     graph after each side's fuse_linear_gelu on a fresh capture of its own."""
-    from checker.pictures import Panel
+    from checker.kit.pictures import Panel
 
     if model not in (None, "guard_sample"):
         raise ValueError(f"kata 3 draws one model, guard_sample, not {model!r}")

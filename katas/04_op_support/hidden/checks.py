@@ -23,7 +23,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 from katas.common.capture import CAPTURE_DIALECT
 from katas.common.naming import target_name
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, Context, expect, fuzz
 from katas.common import capture, describe, example_input
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec, build_mlp

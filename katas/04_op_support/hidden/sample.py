@@ -6,7 +6,7 @@ every node, so that is what the columns show.
 """
 from __future__ import annotations
 
-from checker.samples import graph_lines, guarded, per_capture, picture_or_failure
+from checker.kit.samples import graph_lines, guarded, per_capture, picture_or_failure
 
 CAPTURES = ("symbolic_trace", "dynamo", "make_fx", "export_core")  # one per dialect: module, torch, aten, core aten
 
@@ -38,7 +38,7 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
 
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
-    from checker.pictures import Panel, flattened_partitions
+    from checker.kit.pictures import Panel, flattened_partitions
     from katas.common import capture as capture_model
     from katas.common.zoo import ZOO
 

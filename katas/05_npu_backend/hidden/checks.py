@@ -32,9 +32,9 @@ from typing import Any, Callable
 
 import torch
 
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, Context, expect, fuzz
-from checker.manifest import KATAS_DIR
+from checker.core.manifest import KATAS_DIR
 from katas.common import describe, example_input
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec
 from katas.common.npu import DEVICE, LAYOUT_OPS, NPU_OPS, DeviceService, NPUFallbackWarning, NPUStats

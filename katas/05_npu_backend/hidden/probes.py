@@ -403,7 +403,7 @@ def reimport(backend_module: ModuleType, times: int = 2) -> Reimport:
     """Forget "kata_npu" as if this process had never seen it, then import the backend's file `times` times."""
     from torch._dynamo.backends import registry
 
-    from checker.child import load_module
+    from checker.kit import load_module
 
     path = Path(backend_module.__file__)
     registry._COMPILER_FNS.pop(BACKEND_NAME, None)  # noqa: SLF001 - no public way to forget a name

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from checker.child import load_module
-from checker.samples import guarded, picture_or_failure
+from checker.kit import load_module
+from checker.kit.samples import guarded, picture_or_failure
 from katas.common.npu import DEVICE, NPUFallbackWarning
 
 _HIDDEN = Path(__file__).parent
@@ -68,7 +68,7 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=5`: the sample's ATen graph (as aot_autograd hands it to a backend) after each side's
     legalize_for_npu and partition_for_npu: NPU partitions framed, host ops blue, host<->device transfers red."""
-    from checker.pictures import Panel, flattened_partitions
+    from checker.kit.pictures import Panel, flattened_partitions
     from katas.common import capture as capture_model
 
     if model not in (None, "sandwich"):

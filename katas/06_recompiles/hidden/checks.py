@@ -23,7 +23,7 @@ import torch._dynamo
 import torch._dynamo.utils
 from hypothesis import strategies as st
 
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common import describe
 from katas.common.models import NPU_FRIENDLY_ACTIVATIONS, LayerSpec, MLPSpec, build_mlp

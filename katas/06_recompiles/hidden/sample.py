@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from checker.child import load_module
-from checker.samples import guarded, picture_or_failure
+from checker.kit import load_module
+from checker.kit.samples import guarded, picture_or_failure
 from katas.common.npu import DEVICE
 
 _HIDDEN = Path(__file__).parent
@@ -78,7 +78,7 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
 
 def _last_graph(module, spec):
     """A Picture of the last graph `module`'s fix compiled over the spec's calls, symbolic inputs marked."""
-    from checker.pictures import picture_of
+    from checker.kit.pictures import picture_of
 
     captured: list[torch.fx.GraphModule] = []
     inputs = checks._inputs(spec, 0)
@@ -104,7 +104,7 @@ def _last_graph(module, spec):
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=6`: the last graph each side's fix compiled over the README's calls (symbolic inputs
     marked), under the suspect's graph for the first call."""
-    from checker.pictures import Panel, picture_of
+    from checker.kit.pictures import Panel, picture_of
 
     if capture not in (None, "dynamo"):
         raise ValueError(f"kata 6 draws Dynamo graphs only, not {capture!r}")

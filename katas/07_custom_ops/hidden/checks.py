@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common import describe
 from katas.common.models import LayerSpec, MLPSpec

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from checker.child import load_module
-from checker.samples import guarded, picture_or_failure
+from checker.kit import load_module
+from checker.kit.samples import guarded, picture_or_failure
 from katas.common.quiet import quiet
 
 _HIDDEN = Path(__file__).parent
@@ -82,7 +82,7 @@ def _note_of(node) -> str:
 
 def _before_and_after(module, recipe: str):
     """Dynamo's graph of the recipe before the rewrite, and a Picture of it after `module`'s fuse_with_rewriter."""
-    from checker.pictures import picture_of
+    from checker.kit.pictures import picture_of
 
     before, gm, fused = _rewritten(module, recipe)
     return before, picture_of(gm, f"after fuse_with_rewriter (returned {fused})", kind_of=_kind_of, note_of=_note_of)
@@ -90,7 +90,7 @@ def _before_and_after(module, recipe: str):
 
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=7`: each side's rewritten Dynamo graph per model, under the graph before the rewrite."""
-    from checker.pictures import Panel, picture_of
+    from checker.kit.pictures import Panel, picture_of
 
     if capture not in (None, "dynamo"):
         raise ValueError(f"kata 7 rewrites Dynamo graphs only, not {capture!r}")

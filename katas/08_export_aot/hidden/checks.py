@@ -22,11 +22,11 @@ from pathlib import Path
 import torch
 
 import katas
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common.models import CPU_ONLY_ACTIVATIONS, NPU_FRIENDLY_ACTIVATIONS, describe
 from katas.common.npu import DEVICE, KERNELS, LAYOUT_OPS, NPU_DTYPES, NPU_OPS, DeviceService
-from katas.common.npu_aot import REPLAY_COMMAND, dump_tensors, load_tensors
+from katas.common.npu.aot import REPLAY_COMMAND, dump_tensors, load_tensors
 from katas.common.strategies import aot_program_plans, mlp_specs
 
 _HIDDEN = Path(__file__).parent
@@ -343,7 +343,7 @@ def is_npu_node_follows_the_device(ctx):
                 why = f"{node['target']} is not in NPU_OPS"
             elif not has_kernel(node["target"]):
                 why = (f"{node['target']} is named {node['canonical']!r} like an NPU op, but the NPU's kernel for it "
-                       f"takes other arguments (KERNELS[{node['canonical']!r}] in katas/common/npu.py): this overload "
+                       f"takes other arguments (KERNELS[{node['canonical']!r}] in katas/common/npu/device.py): this overload "
                        f"has no NPU kernel, and NPU.compile refuses it")
             elif not want and node["outputs"] and all(kind in NPU_DTYPE_KINDS for kind in node["outputs"]):
                 foreign = [f"input {i + 1}, {name}, is {kind.removeprefix('tensor:')}" for i, (name, kind)
@@ -395,11 +395,11 @@ def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
                       if not n["target"].startswith("aten.") and n["target"] not in probes.EXPORT_IR_EXTRAS})
     expect(not foreign,
            f"lower's graph of {model_text(recipe)} calls {', '.join(foreign)}: the NPU's runtime knows one op, "
-           f"torch.ops.npu_aot.run_program (katas/common/npu_aot.py). An op of your own exists only where your "
+           f"torch.ops.npu_aot.run_program (katas/common/npu/aot.py). An op of your own exists only where your "
            f"module was imported, so a saved program calling it loads nowhere else. README.md, 'Step 4'.")
     broken = [p["error"] for p in seen["programs"] if "error" in p]
     expect(not broken, f"a program in lower's graph of {model_text(recipe)} cannot be read by the NPU runtime: "
-                       f"{broken[:1]}. Make each one with katas.common.npu_aot.pack(partition). README.md, 'Step 4'.")
+                       f"{broken[:1]}. Make each one with katas.common.npu.aot.pack(partition). README.md, 'Step 4'.")
     for program in seen["programs"]:
         refused = [short(n) for n in program["ops"] if not runs_on_npu(n) and n["target"] != "getitem"]
         expect(not refused,
@@ -478,9 +478,9 @@ REPLAY_BATCHES = [1, 5, 8]
 
 
 def start_fresh_process(folder: Path) -> subprocess.Popen:
-    """A new Python that imports only torch and katas.common.npu_aot, then waits for its request on stdin: started
+    """A new Python that imports only torch and katas.common.npu.aot, then waits for its request on stdin: started
     before the programs are lowered and saved, so that its start-up overlaps that work. It unpickles what the
-    attempt saved: while grading, checker.sandbox.confine_interpreters runs it in the attempt's sandbox."""
+    attempt saved: while grading, checker.attempt.sandbox.confine_interpreters runs it in the attempt's sandbox."""
     root = str(Path(katas.__file__).resolve().parent.parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FX_KATAS")}
     env.update(PYTHONPATH=root, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
@@ -541,7 +541,7 @@ def saved_program_runs_in_a_fresh_process(ctx):
     for recipe, entry in replayed.items():
         expect(entry["error"] is None,
                f"torch.export.load of lower's program of {model_text(recipe)} failed in a fresh process that "
-               f"imports only torch and katas.common.npu_aot:\n  {entry['error']}\nA saved program may call ATen ops "
+               f"imports only torch and katas.common.npu.aot:\n  {entry['error']}\nA saved program may call ATen ops "
                f"and npu_aot.run_program only: an op or a table your module registers exists only in the process "
                f"that made the program. README.md, 'Step 5'.")
         cases = entry["cases"]

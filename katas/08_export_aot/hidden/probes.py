@@ -590,7 +590,7 @@ def _propagate(gm: torch.fx.GraphModule, fake_inputs: list) -> None:
 
 def _delegates(gm: torch.fx.GraphModule) -> tuple[list[dict], list[dict]]:
     """(the programs the graph runs on the NPU, each as its ops or an error; the nodes outside them)."""
-    from katas.common.npu_aot import unpack
+    from katas.common.npu.aot import unpack
 
     programs, outside = [], []
     for node in gm.graph.nodes:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from checker.child import load_module
-from checker.samples import guarded
+from checker.kit import load_module
+from checker.kit.samples import guarded
 from katas.common.quiet import quiet
 
 _HIDDEN = Path(__file__).parent
@@ -18,7 +18,7 @@ MODELS = ("layer_norm_between", "flatten_views", "float64_head")
 def _line(node: torch.fx.Node) -> str:
     args = ", ".join(a.name if isinstance(a, torch.fx.Node) else repr(a) for a in node.args)
     if str(node.target) == probes.RUN_PROGRAM:
-        from katas.common.npu_aot import unpack
+        from katas.common.npu.aot import unpack
 
         ops = [str(n.target).removeprefix("aten.").removesuffix(".default") for n in unpack(node.args[0]).graph.nodes
                if n.op == "call_function"]
@@ -49,10 +49,10 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
 
 def _as_partitions(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of the lowered graph in which each NPU program is a call_module of its unpacked graph, as the
-    partitioner left it before the delegate: what checker.pictures draws as framed NPU partitions."""
+    partitioner left it before the delegate: what checker.kit.pictures draws as framed NPU partitions."""
     import copy
 
-    from katas.common.npu_aot import unpack
+    from katas.common.npu.aot import unpack
 
     drawn = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
     for i, node in enumerate([n for n in drawn.graph.nodes if str(n.target) == probes.RUN_PROGRAM]):
@@ -69,8 +69,8 @@ def _as_partitions(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=8`: each side's lower() of a zoo model (`layer_norm_between` unless `model`), NPU programs
     framed with the ops they hold, the ops left on the CPU blue, host<->device transfers red."""
-    from checker.pictures import Panel, flattened_partitions
-    from checker.samples import picture_or_failure
+    from checker.kit.pictures import Panel, flattened_partitions
+    from checker.kit.samples import picture_or_failure
 
     if capture not in (None, "export"):
         raise ValueError(f"kata 8 draws its own export (capture 'export'), not {capture!r}")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
-from checker.child import load_module
+from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common.models import describe
-import katas.common.npu_int8  # noqa: F401 - registers the int8 ops, so the device here can rebuild their programs
+import katas.common.npu.int8  # noqa: F401 - registers the int8 ops, so the device here can rebuild their programs
 from katas.common.npu import DEVICE, DeviceService
 from katas.common.strategies import int8_programs, sqnr_pairs
 

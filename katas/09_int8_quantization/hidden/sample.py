@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from checker.child import load_module
-from checker.samples import guarded, picture_or_failure
+from checker.kit import load_module
+from checker.kit.samples import guarded, picture_or_failure
 from katas.common.quiet import quiet
 
 _HIDDEN = Path(__file__).parent
@@ -74,7 +74,7 @@ def _kind(node: torch.fx.Node) -> str:
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=9`: for each model (`residual`, `gelu_norm`, `reused_linear`, or `model`), the reference's
     quantized graph before lowering, and each side's lowered graph."""
-    from checker.pictures import Panel, picture_of
+    from checker.kit.pictures import Panel, picture_of
 
     if capture not in (None, "export"):
         raise ValueError(f"kata 9 draws its own export (capture 'export'), not {capture!r}")

@@ -22,7 +22,7 @@ from torch.export.graph_signature import InputSpec, OutputSpec, TensorArgument
 from torch.fx.passes.operator_support import OperatorSupport
 
 from katas.common.npu import KERNELS, NPU_DTYPES, NPU_OPS, canonical_name  # noqa: F401 - the device's facts
-from katas.common.npu_aot import pack  # noqa: F401 - a partition's graph -> the program text run_program takes
+from katas.common.npu.aot import pack  # noqa: F401 - a partition's graph -> the program text run_program takes
 
 aten = torch.ops.aten
 

@@ -17,7 +17,7 @@ import torch
 import torch.fx
 
 from katas.common.npu import NPU_INT8_OPS  # noqa: F401
-from katas.common.npu_int8 import INT8_ADD, INT8_LINEAR
+from katas.common.npu.int8 import INT8_ADD, INT8_LINEAR
 from katas.common.pt2e import (
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,

@@ -15,7 +15,7 @@ import math
 import torch
 import torch.fx
 
-from katas.common.npu_int8 import INT8_ADD, INT8_LINEAR
+from katas.common.npu.int8 import INT8_ADD, INT8_LINEAR
 from katas.common.pt2e import (
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,

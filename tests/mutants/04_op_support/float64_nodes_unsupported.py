@@ -1,4 +1,4 @@
-"""Mistake: the NPU computes in float32, float16 and bfloat16 only (katas/common/npu.py NPU_DTYPES), so a node
+"""Mistake: the NPU computes in float32, float16 and bfloat16 only (katas/common/npu/device.py NPU_DTYPES), so a node
 whose recorded tensor is float64 is not supported, whatever its op. is_node_supported looks at the op only:
 dtypes are kata 5's concern (blind round 1, W05)."""
 import torch

@@ -1,5 +1,5 @@
 """Mistake: layout ops (t, permute, transpose, view, reshape) cost no launch, the NPU folds them into the next
-kernel (katas/common/npu.py LAYOUT_OPS), so they are always supported, even by a device whose NPU_OPS lacks them.
+kernel (katas/common/npu/device.py LAYOUT_OPS), so they are always supported, even by a device whose NPU_OPS lacks them.
 The device is the authority: every entry of NPU_OPS can be missing (blind round 1, W06)."""
 from checker.kit import load_reference
 from katas.common.npu import LAYOUT_OPS
