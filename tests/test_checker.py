@@ -384,3 +384,28 @@ def test_checks_stopped_at_the_same_line_are_shown_once():
     text = render_text(get_kata(1), KataResult(1, "t", "fail", 0, 3, checks, "loop.py", "2.13.0", 1.0))
     assert text.count("Look for a loop") == 1, text
     assert text.count("the same error as [c0] above: a time-out at loop.py:2 in node_dialect()") == 2, text
+
+
+def test_the_mutation_oracle_loads_an_attempt_where_only_torch_backends_are_registered(fresh_dynamo):
+    """A worker imports the attempt in a process where only torch's own torch.compile backends exist. The oracle
+    loads the checks and the reference in the attempt's process first; a name they registered must be gone
+    before the attempt loads, or an attempt that keeps a taken name keeps the reference's (kata 5, "kata_npu")."""
+    import torch._dynamo
+    from torch._dynamo.backends import registry
+
+    from checker.author.oracle import _forget_backends_but, _torch_backends
+
+    torch_own = _torch_backends()
+    assert {"eager", "aot_eager", "inductor"} <= torch_own
+
+    def reference_backend(gm, example_inputs):
+        return gm.forward
+
+    torch._dynamo.register_backend(reference_backend, name="fx_katas_test_taken")
+    try:
+        _forget_backends_but(torch_own)
+        assert "fx_katas_test_taken" not in torch._dynamo.list_backends(exclude_tags=())
+        assert torch_own <= set(registry._COMPILER_FNS)
+    finally:
+        registry._COMPILER_FNS.pop("fx_katas_test_taken", None)
+        registry._BACKENDS.pop("fx_katas_test_taken", None)

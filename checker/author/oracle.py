@@ -99,6 +99,27 @@ class Verdict:
         return [c.id for c in self.checks if c.status != "pass"]
 
 
+def _torch_backends() -> frozenset[str]:
+    """The torch.compile backend names torch itself registers (all of them: listing imports the lazy ones)."""
+    import torch._dynamo
+
+    torch._dynamo.list_backends(exclude_tags=())
+    from torch._dynamo.backends import registry
+
+    return frozenset(registry._COMPILER_FNS)  # noqa: SLF001 - the registry has no public listing of functions
+
+
+def _forget_backends_but(kept: frozenset[str]) -> None:
+    """Forget every torch.compile backend name but `kept`. A worker imports the attempt in a process where only
+    torch's own backends are registered; here the checks and the reference loaded first, and a name they took
+    (kata 5's "kata_npu") would meet an attempt that keeps a taken name with the reference's function."""
+    from torch._dynamo.backends import registry
+
+    for name in set(registry._COMPILER_FNS) - kept:  # noqa: SLF001 - no public way to forget a name
+        registry._COMPILER_FNS.pop(name, None)  # noqa: SLF001
+        registry._BACKENDS.pop(name, None)  # noqa: SLF001
+
+
 class _Collector:
     """Stands in for checker.trusted.checks_process's event file: keeps the events of the checks run in this process."""
 
@@ -145,6 +166,7 @@ class Oracle:
         self.seed = seed
         if warm:
             warm_up()
+        self._torch_backends = _torch_backends()  # before the checks and references register any of their own
         with redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.checks_module = load_module(target.checks_path, "kata_hidden_checks")
@@ -284,6 +306,7 @@ class Oracle:
         # As in checker/trusted/checks_process.py: the reference loads first, so the attempt is the last to register
         # anything at import (a torch.compile backend name), as it would be in a worker process of its own.
         reference = load_module(self.target.solution_path, f"reference_{self.target.module_name}")
+        _forget_backends_but(self._torch_backends)
         try:
             with redirect_stdout(io.StringIO()):
                 attempt = load_module(attempt_path, self.target.module_name)

@@ -21,7 +21,8 @@ PRISTINE_DIR = ".pristine"
 
 
 class BackupError(Exception):
-    """A reset or restore that cannot be done safely; nothing was changed (one line for the learner)."""
+    """A reset, a restore or a pristine stub that cannot be had safely; nothing was changed (one line for the
+    learner)."""
 
 
 def backups_root() -> Path:
@@ -92,7 +93,7 @@ def remember_pristine(kata: Kata) -> None:
         source = kata.stub_path.read_bytes()
         if looks_pristine(source):
             snap.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(snap, source)
+            write_atomically(snap, source)
     except OSError:
         pass  # a snapshot is a convenience; git is the main source
 
@@ -112,7 +113,7 @@ def pristine_stub(kata: Kata) -> tuple[bytes, str]:
     )
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.fx-katas-tmp")
     tmp.write_bytes(data)
     if path.exists():

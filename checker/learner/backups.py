@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from checker.core.manifest import Kata, display_path, load_katas
-from checker.core.stubs import BackupError, _write_atomically, backups_root, pristine_stub
+from checker.core.stubs import BackupError, write_atomically, backups_root, pristine_stub
 
 # --- backups ---------------------------------------------------------------------------------------------------
 
@@ -79,7 +79,7 @@ def reset(kata: Kata) -> str:
             return f"{shown} is already the pristine stub: nothing to reset."
         saved = back_up(kata)
     stub.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(stub, pristine)
+    write_atomically(stub, pristine)
     if saved is None:
         return f"{shown} was missing: restored the pristine stub (from {source})."
     return (f"Saved your attempt as {display_path(saved.path)}\n"
@@ -129,7 +129,7 @@ def restore(kata: Kata, name: str) -> str:
         else:
             saved = back_up(kata)
             lines.append(f"Saved your current {shown} as {display_path(saved.path)}")
-    _write_atomically(stub, data)
+    write_atomically(stub, data)
     lines.append(f"Restored {shown} from {display_path(chosen.path)}.")
     return "\n".join(lines)
 
