@@ -170,7 +170,7 @@ def test_the_bundle_holds_the_committed_files_and_refuses_uncommitted_katas(repo
     outside = repo.run("gradescope-bundle", "--kata", str(TOY), "--out", "x.zip")
     assert outside.returncode == 2 and "not a git checkout" in outside.stderr and "--allow-dirty" in outside.stderr
     repo.git_commit()
-    (repo.root / "checker" / "kit.py").write_text((repo.root / "checker" / "kit.py").read_text() + "# MENTOR-LOCAL\n")
+    (repo.root / "checker" / "kit" / "checks.py").write_text((repo.root / "checker" / "kit" / "checks.py").read_text() + "# MENTOR-LOCAL\n")
     built = repo.run("gradescope-bundle", "--kata", str(TOY), "--out", str(tmp_path / "head.zip"))
     assert built.returncode == 0, built.stderr
     with zipfile.ZipFile(tmp_path / "head.zip") as bundle:
