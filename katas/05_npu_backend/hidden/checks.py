@@ -421,6 +421,7 @@ def registered_as_kata_npu(ctx):
     "importing backend.py registers npu_backend as \"kata_npu\", and importing it twice works"
     expect_eager(run_attempt(ctx, zoo("mlp")))  # first: does the backend work at all?
     name = Path(ctx.attempt.__file__).name
+    registered = attempt(ctx).probe(probes.registered_backend)  # as the attempt's own import left it
     again = attempt(ctx).probe(probes.reimport)
     expect(again.error is None,
            f"importing {name} a second time raised {again.error}\ntorch._dynamo.register_backend refuses a name "
@@ -429,7 +430,6 @@ def registered_as_kata_npu(ctx):
     expect(again.registered,
            f"after importing {name}, torch._dynamo.list_backends() has no {BACKEND_NAME!r}: register npu_backend "
            f"when the module is imported (torch._dynamo.register_backend(npu_backend, name=...)).")
-    registered = attempt(ctx).probe(probes.registered_backend)
     expect(registered == "npu_backend",
            f"torch.compile(model, backend={BACKEND_NAME!r}) does not reach the npu_backend defined in {name}: the name "
            f"is registered to {registered}. Register npu_backend itself (or a function that calls it), so that "

@@ -424,9 +424,10 @@ def reimport(backend_module: ModuleType, times: int = 2) -> Reimport:
 
 def registered_backend(backend_module: ModuleType) -> str:
     """What the name "kata_npu" compiles with, as it stands in this process: "npu_backend" when the registered
-    function is an `npu_backend` defined in the attempt's file, or one that calls such a function (a lambda or a
-    wrapper: each npu_backend its module globals name is swapped for a counting stand-in while a small model is
-    compiled by name), "missing" when nothing is registered, else the registered object's repr."""
+    object is the attempt module's `npu_backend` itself (a function, or an object such as aot_autograd's), an
+    `npu_backend` defined in the attempt's file, or one that calls such a function (a lambda or a wrapper: each
+    npu_backend its module globals name is swapped for a counting stand-in while a small model is compiled by name),
+    "missing" when nothing is registered, else the registered object's repr."""
     from torch._dynamo.backends import registry
 
     fn = registry._COMPILER_FNS.get(BACKEND_NAME)  # noqa: SLF001 - the function itself, not lookup_backend's wrap
@@ -438,7 +439,7 @@ def registered_backend(backend_module: ModuleType) -> str:
         code = getattr(candidate, "__code__", None)
         return code is not None and Path(code.co_filename).resolve() == attempt_file
 
-    if ours(fn) and fn.__name__ == "npu_backend":
+    if fn is getattr(backend_module, "npu_backend", None) or (ours(fn) and fn.__name__ == "npu_backend"):
         return "npu_backend"
     namespaces = [vars(backend_module)] + ([fn.__globals__] if ours(fn) else [])
     calls: list[int] = []

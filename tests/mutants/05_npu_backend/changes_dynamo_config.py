@@ -12,6 +12,7 @@ npu_backend = _ref.npu_backend
 KILLED_BY = (
     "dynamo_config_left_alone",
     "int_arguments_are_part_of_the_signature",
+    "new_batch_sizes_run_on_npu",
     "weight_changes_while_program_memory_fills",
 )
 

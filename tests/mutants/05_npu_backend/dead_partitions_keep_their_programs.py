@@ -7,6 +7,11 @@ from checker.kit import load_reference
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("dropped_models_release_their_programs",)
+KILLED_BY = (
+    "changed_weights_are_uploaded_again",
+    "dropped_models_release_their_programs",
+    "replaced_parameter_data_is_uploaded_again",
+    "weight_changes_while_program_memory_fills",
+)
 
 _ref._forget = lambda owner, signatures: None

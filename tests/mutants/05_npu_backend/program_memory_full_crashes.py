@@ -5,7 +5,11 @@ from checker.kit import load_reference
 _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
-KILLED_BY = ("changed_weights_are_uploaded_again", "weight_changes_while_program_memory_fills")
+KILLED_BY = (
+    "changed_weights_are_uploaded_again",
+    "dropped_models_release_their_programs",
+    "weight_changes_while_program_memory_fills",
+)
 
 _original = _ref.NPUPartition.program_for
 

@@ -9,6 +9,7 @@ _ref = load_reference("05_npu_backend", "backend.py")
 
 KILLED_BY = (
     "changed_weights_are_uploaded_again",
+    "dropped_models_release_their_programs",
     "every_dimension_is_part_of_the_signature",
     "float64_falls_back_loudly",
     "full_program_memory_releases_the_least_recently_used",

@@ -19,6 +19,7 @@ _ref = load_reference("05_npu_backend", "backend.py")
 
 KILLED_BY = (
     "changed_weights_are_uploaded_again",
+    "dropped_models_release_their_programs",
     "every_dimension_is_part_of_the_signature",
     "float64_falls_back_loudly",
     "full_program_memory_releases_the_least_recently_used",
@@ -34,6 +35,7 @@ KILLED_BY = (
     "partitions_and_launches_match_reference",
     "random_mlps_with_cpu_ops",
     "real_models_keep_the_npu_busy_at_every_shape",
+    "registered_as_kata_npu",
     "replaced_parameter_data_is_uploaded_again",
     "supported_models_run_entirely_on_npu",
     "training_steps_match_eager",

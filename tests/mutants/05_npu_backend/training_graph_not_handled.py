@@ -13,6 +13,7 @@ KILLED_BY = (
     "gradients_match_eager",
     "int_arguments_are_part_of_the_signature",
     "real_models_keep_the_npu_busy_at_every_shape",
+    "registered_as_kata_npu",
     "training_steps_match_eager",
 )
 

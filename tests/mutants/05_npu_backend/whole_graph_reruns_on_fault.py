@@ -7,7 +7,7 @@ from katas.common.npu import NPUFallbackWarning, NPURuntimeError
 
 _ref = load_reference("05_npu_backend", "backend.py")
 
-KILLED_BY = ("injected_fault_reruns_that_call_on_cpu",)
+KILLED_BY = ("injected_fault_reruns_that_call_on_cpu", "registered_as_kata_npu")
 
 
 def npu_backend(gm, example_inputs):
