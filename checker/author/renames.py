@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-import tempfile
 from pathlib import Path
+from typing import Callable
 
 from checker.core.manifest import REPO_ROOT, Kata
 from checker.core.mutation_report import (
     alternatives,
     hand_mutants,
     load_report,
+    mutant_digest,
     mutant_sha256,
     relative,
     report_path,
@@ -65,26 +66,22 @@ def _at_revision(base: str, name: str) -> bytes | None:
     return shown.stdout if shown.returncode == 0 else None
 
 
-def _digest_of(data: bytes, digest) -> str:
-    """`digest(path)` of a file holding `data` (the hand-mutant digest parses the file)."""
-    if digest is None:
-        return hashlib.sha256(data).hexdigest()
-    with tempfile.NamedTemporaryFile(suffix=".py") as handle:
-        handle.write(data)
-        handle.flush()
-        return digest(Path(handle.name))
+def _file_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def carried_digest(name: str, recorded: str, base: str, renames: list[tuple[str, str]], digest=None) -> str | None:
-    """The file's digest now, when it differs from what was recorded at `base` only by `renames`; else None."""
+def carried_digest(name: str, recorded: str, base: str, renames: list[tuple[str, str]],
+                   digest: Callable[[bytes], str] = _file_digest) -> str | None:
+    """The file's digest now (`digest` of its bytes), when it differs from what was recorded at `base` only by
+    `renames`; else None."""
     path = REPO_ROOT / name
     before = _at_revision(base, name)
-    if before is None or not path.is_file() or _digest_of(before, digest) != recorded:
+    if before is None or not path.is_file() or digest(before) != recorded:
         return None
     now = path.read_bytes()
     if renamed(before.decode("utf-8"), renames).encode("utf-8") != now:
         return None
-    return _digest_of(now, digest)
+    return digest(now)
 
 
 def carry(kata: Kata, base: str, renames: list[tuple[str, str]], *, write: bool) -> tuple[list[str], list[str]]:
@@ -94,7 +91,7 @@ def carry(kata: Kata, base: str, renames: list[tuple[str, str]], *, write: bool)
         return [], []
     carried, stale = [], []
 
-    def settle(name: str, recorded: str, current: str, digest=None) -> str:
+    def settle(name: str, recorded: str, current: str, digest: Callable[[bytes], str] = _file_digest) -> str:
         if current == recorded:
             return recorded
         new = carried_digest(name, recorded, base, renames, digest)
@@ -107,7 +104,7 @@ def carry(kata: Kata, base: str, renames: list[tuple[str, str]], *, write: bool)
     present = {relative(p): p for p in hand_mutants(kata)}
     for mutant in report.hand_mutants:
         path = present.get(mutant.file)
-        mutant.sha256 = settle(mutant.file, mutant.sha256, mutant_sha256(path) if path else "", mutant_sha256)
+        mutant.sha256 = settle(mutant.file, mutant.sha256, mutant_sha256(path) if path else "", mutant_digest)
     present = {relative(p): p for p in alternatives(kata)}
     for alternative in report.alternatives:
         path = present.get(alternative.file)

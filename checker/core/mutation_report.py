@@ -46,14 +46,19 @@ def sha256(path: Path) -> str:
 def mutant_sha256(path: Path) -> str:
     """sha256 of a hand-written mutant without its `KILLED_BY = ...` statement: the checks never read KILLED_BY, so
     correcting it to what the report recorded does not make the report's verdict on the mutant stale."""
+    return mutant_digest(path.read_bytes())
+
+
+def mutant_digest(data: bytes) -> str:
+    """mutant_sha256 of a file holding `data`."""
     import ast
 
-    source = path.read_text()
+    source = data.decode().replace("\r\n", "\n").replace("\r", "\n")  # as Path.read_text reads it
     lines = source.splitlines(keepends=True)
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return sha256(path)
+        return hashlib.sha256(data).hexdigest()
     for statement in tree.body:
         targets = statement.targets if isinstance(statement, ast.Assign) else []
         if any(isinstance(t, ast.Name) and t.id == "KILLED_BY" for t in targets):
