@@ -19,7 +19,7 @@ N ?= 1
 # `make restore` lists every kata's backups, and `make reset` refuses to guess which kata to reset.
 GIVEN_N = $(if $(filter file default undefined,$(origin N)),,$(N))
 
-.PHONY: setup kata test list clean-venv hint watch reset restore progress diff graph grade gradescope gradescope-check bench mutate real-models
+.PHONY: setup kata test list clean-venv hint watch reset restore progress diff graph grade gradescope gradescope-check bench mutate real-models verdicts
 
 setup: $(STAMP)
 
@@ -97,6 +97,12 @@ bench: $(TEST_STAMP)
 # README's table. About 10 minutes on 2 cores; tests/test_real_models.py says when it is out of date.
 real-models: $(TEST_STAMP)
 	@$(PY) tests/real_model_table.py --write $(ARGS)
+
+# Every kata's reference, pristine stub, first mutant and first alternative scored through the checker, cold and warm:
+# writes tests/verdicts.json, which `make test` trusts for every kata but the smoke one while it is current (about
+# 5 minutes on 2 cores; N=k re-records one kata).
+verdicts: $(TEST_STAMP)
+	FX_KATAS_RECORD_VERDICTS=$(or $(GIVEN_N),all) $(PY) -m pytest -n auto --dist worksteal -q tests/test_katas.py $(ARGS)
 
 test: $(TEST_STAMP)
 	@tests/setup_system_packages.sh

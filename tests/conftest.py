@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from checker.core.manifest import load_katas
+from live_verdicts import record_passing_katas, recording, runs_live
 
 # Runs start cold unless a test asks for a warm server (the `warm_launcher` fixture, tests/test_warm.py): no
 # test starts or reaches the learner's own per-user server.
@@ -19,6 +20,9 @@ MUTANTS_DIR = TESTS_DIR / "mutants"
 ALTERNATIVES_DIR = TESTS_DIR / "alternatives"
 ATTEMPTS_DIR = TESTS_DIR / "attempts"
 KATAS = load_katas()
+# The katas this run scores through the checker; the others' verdicts come from tests/verdicts.json
+# (tests/live_verdicts.py says why, tests/test_verdicts.py checks the record is current).
+LIVE_KATAS = [kata for kata in KATAS if runs_live(kata.slug)]
 
 
 def kata_id(kata) -> str:
@@ -42,14 +46,19 @@ def all_mutants():
     return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in mutant_files(kata)]
 
 
+def first_of_each(files_of, katas) -> list:
+    """The first of `files_of(kata)` for each kata that has one, as a test parameter."""
+    return [pytest.param(kata, files[0], id=f"{kata.slug}/{files[0].stem}")
+            for kata in katas if (files := files_of(kata))]
+
+
 def boundary_mutants():
-    """The hand-written mutants `make test` scores with the real checker (worker process and all): the first of each
-    kata, or every one with FX_KATAS_EVERY_MUTANT=1. Every one of them is also scored on every check by
+    """The hand-written mutants scored with the real checker (worker process and all): the first of each live kata,
+    or every one with FX_KATAS_EVERY_MUTANT=1. Every one of them is also scored on every check by
     `make mutate`, and tests/test_mutation.py proves from its report that each fails exactly its KILLED_BY."""
     if os.environ.get("FX_KATAS_EVERY_MUTANT") == "1":
-        return all_mutants()
-    return [pytest.param(kata, files[0], id=f"{kata.slug}/{files[0].stem}")
-            for kata in KATAS if (files := mutant_files(kata))]
+        return [param for param in all_mutants() if param.values[0] in LIVE_KATAS]
+    return first_of_each(mutant_files, LIVE_KATAS)
 
 
 def alternative_files(kata) -> list[Path]:
@@ -58,17 +67,31 @@ def alternative_files(kata) -> list[Path]:
 
 
 def all_alternatives():
-    return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}") for kata in KATAS for path in alternative_files(kata)]
+    return [pytest.param(kata, path, id=f"{kata.slug}/{path.stem}")
+            for kata in KATAS for path in alternative_files(kata)]
 
 
 def live_alternatives():
-    """The correct alternatives `make test` scores with the real checker: the first of each kata, or every one with
+    """The correct alternatives scored with the real checker: the first of each live kata, or every one with
     FX_KATAS_EVERY_ALTERNATIVE=1. `make mutate` scores every one on every check, and tests/test_mutation.py proves
     from its report that each passes them all."""
     if os.environ.get("FX_KATAS_EVERY_ALTERNATIVE") == "1":
-        return all_alternatives()
-    return [pytest.param(kata, files[0], id=f"{kata.slug}/{files[0].stem}")
-            for kata in KATAS if (files := alternative_files(kata))]
+        return [param for param in all_alternatives() if param.values[0] in LIVE_KATAS]
+    return first_of_each(alternative_files, LIVE_KATAS)
+
+
+LIVE_TESTS = "tests/test_katas.py::"
+
+
+def live_test_ids(kata) -> set[str]:
+    """The ids of the tests that score `kata` through the checker in tests/test_katas.py by default (the reference,
+    the pristine stub, the first mutant, the first alternative): the unit tests/verdicts.json records."""
+    ids = {f"{LIVE_TESTS}test_reference_scores_full_marks[{kata.slug}]",
+           f"{LIVE_TESTS}test_pristine_stub_is_not_started[{kata.slug}]"}
+    ids |= {f"{LIVE_TESTS}test_mutant_fails_the_check_aimed_at_it[{p.id}]" for p in first_of_each(mutant_files, [kata])}
+    ids |= {f"{LIVE_TESTS}test_correct_alternative_scores_full_marks[{p.id}]"
+            for p in first_of_each(alternative_files, [kata])}
+    return ids
 
 
 @pytest.fixture
@@ -129,3 +152,27 @@ SLOW_FIRST = ("test_reference_scores_full_marks", "test_grading_one_learner_chan
 
 def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: not item.name.startswith(SLOW_FIRST))
+
+
+_passed: set[str] = set()
+_failed: set[str] = set()
+_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Every phase of every test, as the controller sees it (xdist forwards the workers' reports)."""
+    if report.failed or report.skipped:
+        _failed.add(report.nodeid)
+    elif report.when == "call":
+        _passed.add(report.nodeid)
+        _seconds[report.nodeid] = report.duration
+
+
+def pytest_sessionfinish(session):
+    """Under `make verdicts`: record each kata whose live tests all passed (tests/live_verdicts.py)."""
+    if not recording() or hasattr(session.config, "workerinput"):
+        return
+    expected = {kata.slug: live_test_ids(kata) for kata in KATAS}
+    done = record_passing_katas(expected, _passed - _failed, _seconds)
+    if done:
+        print(f"\ntests/verdicts.json: recorded {', '.join(done)}")
