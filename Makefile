@@ -5,7 +5,7 @@
 #   make diff N=1      your attempt next to the reference    make grade DIR=<folder of learners>  (mentors)
 #   make graph N=1     pictures of kata 1's graphs (HTML)    make gradescope    autograder.zip for Gradescope (mentors)
 #   make test          the repository's self-tests (what CI runs)   make bench   feedback-loop timings
-#   make real-models   the references on tiny transformers models: the README's "Real models" table
+#   make real-models   the references on tiny transformers models: docs/real-models.md's table
 #   make mutate N=3    kata authors: mutation testing of kata 3's checks, rewrites its hidden/mutation.toml
 #                      (no N: every kata, one after another; ARGS="--mutant ID" explains one mutant)
 # Extra checker options go in ARGS, e.g. make kata N=1 ARGS=--verbose
@@ -94,7 +94,7 @@ bench: $(TEST_STAMP)
 	@$(PY) tests/bench.py $(ARGS)
 
 # The references on tiny transformers models (katas/common/real_models.py): writes tests/real_models.json and the
-# README's table. About 10 minutes on 2 cores; tests/test_real_models.py says when it is out of date.
+# table in docs/real-models.md. About 10 minutes on 2 cores; tests/test_real_models.py says when it is out of date.
 real-models: $(TEST_STAMP)
 	@$(PY) tests/real_model_table.py --write $(ARGS)
 

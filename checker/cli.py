@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="reviews also diff each learner's file against the reference (default: against the stub only)")
     grade.add_argument("--sandbox", choices=("auto", "namespace", "user", "none"), default="auto",
                        help="where attempts run: the strongest this machine allows (auto, the default), bubblewrap "
-                            "namespaces, an unprivileged user per learner (root only), or none (see README)")
+                            "namespaces, an unprivileged user per learner (root only), or none (see docs/guarantees.md)")
     _add_scoring_options(grade)
 
     warm = sub.add_parser("warm", help="the warm server that starts your runs in a fraction of a second: status, stop, start")

@@ -1,6 +1,6 @@
 """The references on real architectures: one row per model, one column per kata (issue 33's table).
 
-    make real-models        # measure, write tests/real_models.json and the README's "Real models" table
+    make real-models        # measure, write tests/real_models.json and the table in docs/real-models.md
     .venv/bin/python tests/real_model_table.py --model bert    # one model, printed only
 
 tests/test_real_models.py checks that the committed results are current (same models, references and device).
@@ -40,7 +40,7 @@ from katas.common.capture import CAPTURE_DIALECT, CAPTURES, capture  # noqa: E40
 from katas.common.real_models import REAL_MODELS  # noqa: E402
 
 RESULTS = ROOT / "tests" / "real_models.json"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "real-models.md"
 BEGIN, END = "<!-- real-models table: make real-models -->", "<!-- end of real-models table -->"
 # What the table depends on: when one of these changes, `make real-models` must be run again.
 INPUTS = ("katas/common/real_models.py", "katas/common/npu/device.py", "katas/common/npu/aot.py",
@@ -245,7 +245,7 @@ def _fraction_cell(per: dict) -> str:
 
 
 def render(table: dict) -> str:
-    """The README's table: one row per model, one column per kata."""
+    """The table in docs/real-models.md: one row per model, one column per kata."""
     lines = ["| model | kata 1: dialect right / captured | kata 3: pairs fused / present | kata 4: NPU nodes / call "
              "nodes, per capture | kata 5: NPU share (first, second shape, later, first again) | kata 8: export → "
              "save → load | kata 9: SQNR (bar 20 dB) |", "|---|---|---|---|---|---|---|"]
@@ -277,7 +277,7 @@ def write_readme(table: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true",
-                        help=f"write {RESULTS.relative_to(ROOT)} and the README's table (every model)")
+                        help=f"write {RESULTS.relative_to(ROOT)} and the table in docs/real-models.md (every model)")
     parser.add_argument("--model", action="append", choices=sorted(REAL_MODELS), help="only these models")
     args = parser.parse_args()
     if args.write and args.model:
@@ -288,7 +288,7 @@ def main() -> int:
         table["_inputs"] = {"fingerprint": fingerprint(), "files": list(INPUTS)}
         RESULTS.write_text(json.dumps(table, indent=1) + "\n")
         write_readme(table)
-        print(f"wrote {RESULTS.relative_to(ROOT)} and the table in README.md")
+        print(f"wrote {RESULTS.relative_to(ROOT)} and the table in {README.relative_to(ROOT)}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The real-model zoo (katas/common/real_models.py) and its committed table (tests/real_models.json, README)."""
+"""The real-model zoo (katas/common/real_models.py) and its committed table (tests/real_models.json, docs/real-models.md)."""
 from __future__ import annotations
 
 import json
@@ -42,7 +42,7 @@ def test_committed_table_is_current():
 def test_readme_table_is_the_committed_one():
     table = json.loads(real_model_table.RESULTS.read_text())
     readme = real_model_table.README.read_text()
-    assert real_model_table.render(table) in readme, "the README's real-models table differs: run `make real-models`"
+    assert real_model_table.render(table) in readme, "the table in docs/real-models.md differs: run `make real-models`"
 
 
 def test_every_model_builds_and_runs_with_networking_off():
