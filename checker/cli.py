@@ -405,7 +405,7 @@ def graph_page_path(kata) -> Path:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from checker.kit.pictures import Picture, html_page, text_of
+    from checker.kit.pictures import Picture, differences, html_page, text_of
     from checker.learner.diffing import run_pictures
 
     kata = get_kata(args.number)
@@ -427,14 +427,20 @@ def cmd_graph(args: argparse.Namespace) -> int:
         for label, side in (("as captured", panel.before), ("your attempt", panel.attempt), ("reference", panel.reference)):
             if side is None:
                 continue
+            compared_to = panel.reference if side is panel.attempt else None
             if args.text:
-                print(f" {label}: " + text_of(side).replace("\n", "\n   "))
+                print(f" {label}: " + text_of(side, compared_to).replace("\n", "\n   "))
             elif isinstance(side, Picture):
                 marked = sum(1 for n in side.nodes if n.note)
                 on_npu = sum(1 for n in side.nodes if n.kind == "npu")
                 where = f", {on_npu} on the NPU, {side.transfers} host<->device transfer(s)" if on_npu else ""
+                differ = ""
+                if isinstance(compared_to, Picture):
+                    changed, missing = differences(side, compared_to)
+                    differ = (f"; {len(changed) + len(missing)} node(s) differ from the reference"
+                              if changed or missing else "; same graph as the reference")
                 print(f"  {label:<13} {len(side.nodes)} nodes{where}" + (f", {marked} marked" if marked else "")
-                      + (f"; {side.caption}" if side.caption else ""))
+                      + (f"; {side.caption}" if side.caption else "") + differ)
             else:
                 print(f"  {label:<13} {side}")
     print(f"\nPictures: {display_path(out)} (open it in a browser){'' if args.text else '; --text prints them here'}")

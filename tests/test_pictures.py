@@ -5,6 +5,7 @@ without losing one, a refused pair shows as refused, and a real browser draws th
 from __future__ import annotations
 
 import collections
+import html
 import html.parser
 import os
 import shutil
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from checker.core.manifest import REPO_ROOT, get_kata, load_katas
-from checker.kit.pictures import KIND_COLOURS, Picture, html_page
+from checker.kit.pictures import (KIND_COLOURS, LABEL_CHARS, NAME_CHARS, NOTE_CHARS, Picture, _frames_of, html_page,
+                                   layout, text_of)
 from checker.learner.diffing import run_pictures
 from conftest import MUTANTS_DIR
 from katas.common import capture
@@ -89,6 +91,40 @@ def kinds(picture: Picture) -> collections.Counter:
     return collections.Counter(node.kind for node in picture.nodes)
 
 
+def assert_readable(panel) -> None:
+    """What a learner sees of a panel, from the layout's own coordinates: no box over another, every box inside
+    the drawing, every partition's nodes inside a frame of that partition and no other's node in it, every
+    clipped text whole in the node's tooltip, and a page whose pictures scale down and wrap to fit the window."""
+    for side in (panel.before, panel.attempt, panel.reference):
+        if not isinstance(side, Picture):
+            continue
+        boxes, width, height = layout(side)
+        placed = list(boxes.items())
+        for i, (a_name, a) in enumerate(placed):
+            assert 0 <= a.x and a.x + a.w <= width and 0 <= a.y and a.y + a.h <= height, f"{a_name} is cut off"
+            assert a.h == side.node_height(), "a badge is a line inside its box"
+            for b_name, b in placed[i + 1:]:
+                overlap = a.x < b.x + b.w and b.x < a.x + a.w and a.y < b.y + b.h and b.y < a.y + a.h
+                assert not overlap, f"{a_name} and {b_name} overlap in {side.title}"
+        for group in {n.group for n in side.nodes if n.group}:
+            members = [boxes[n.name] for n in side.nodes if n.group == group]
+            others = [boxes[n.name] for n in side.nodes if n.group != group]
+            frames = _frames_of(members, others)
+            for box in members:
+                assert any(l <= box.x and box.x + box.w <= r and t <= box.y and box.y + box.h <= b
+                           for l, t, r, b in frames), f"a node of {group} is outside its frames"
+            for l, t, r, b in frames:
+                assert not any(o.x < r and o.x + o.w > l and o.y < b and o.y + o.h > t for o in others), \
+                    f"a frame of {group} takes in another partition's or the host's node"
+        page = html_page("readable", [panel])
+        for node in side.nodes:
+            for text, chars in ((node.name, NAME_CHARS), (node.label, LABEL_CHARS), (node.note, NOTE_CHARS)):
+                if len(text) > chars:
+                    assert html.escape(text) in page or text in page, f"{text!r} is clipped and not in a tooltip"
+    page = html_page("readable", [panel])
+    assert "flex-wrap:wrap" in page and ".side svg{max-width:100%;height:auto" in page, "panels fit the window"
+
+
 def test_kata_1_draws_every_node_of_each_capture_in_the_colour_of_its_dialect():
     methods = ("export_core", "symbolic_trace")
     panels = [pictures(1, capture=method)[0] for method in methods]
@@ -107,6 +143,8 @@ def test_kata_1_draws_every_node_of_each_capture_in_the_colour_of_its_dialect():
     assert {n.kind for n in export_core.nodes if n.label.startswith("function aten.")} == {"core_aten"}
     assert {n.kind for n in module.nodes if n.label.startswith("call_module")} == {"module"}
     assert {n.kind for n in module.nodes if n.label == "placeholder"} == {"io"}
+    for panel in panels:
+        assert_readable(panel)
 
 
 def test_kata_3_marks_the_fused_pair_and_the_pair_the_guard_refused_and_a_mutant_shows_neither():
@@ -121,6 +159,39 @@ def test_kata_3_marks_the_fused_pair_and_the_pair_the_guard_refused_and_a_mutant
     page = drawn(html_page("kata 3", [mutant]))
     assert sum(n["kind"] == "refused" for n in page.nodes if n["side"] == "reference") == 2
     assert any("guard: fc1 has 2 readers" in text for n in page.nodes for text in n["texts"])
+    fused = [n for n in reference.reference.nodes if n.kind == "fused"]
+    assert fused[0].note == "fc2 + act2, approximate=tanh", "a fused node names the pair it replaced"
+    assert_readable(mutant)
+
+
+def test_the_attempts_side_marks_where_it_is_not_the_reference():
+    """Outlined in the page and marked `≠` in the text: a learner sees at once which nodes to look at."""
+    mutant = pictures(3, MUTANTS_DIR / "03_fusion_guard" / "no_guard_duplicates_linear.py", capture="symbolic_trace")[0]
+    page = html_page("kata 3", [mutant])
+    attempt_side = page.split('data-side="your attempt"')[1].split('data-side="reference"')[0]
+    reference_side = page.split('data-side="reference"')[1]
+    assert 'data-differs="1"' in attempt_side and 'data-differs="1"' not in reference_side
+    assert "not as in the reference" in attempt_side
+    text = text_of(mutant.attempt, mutant.reference)
+    assert "\n≠ " in text and "not as in the reference" in text
+    solved = pictures(3, capture="symbolic_trace")[0]
+    assert 'data-differs="1"' not in html_page("kata 3", [solved])
+    assert "same graph as the reference" in text_of(solved.attempt, solved.reference)
+
+
+def test_kata_3_draws_the_view_sandwich_of_a_decomposed_graph_and_its_guard():
+    """A 3-D input: the decomposed capture flattens x for the product and reshapes after it, and a guard that
+    forgets the view's other readers fuses a pair the reference leaves alone."""
+    panel = pictures(3, capture="export_core")[0]
+    assert "(2, 3, 4)" in panel.title and "as a CORE_ATEN graph" in panel.title
+    assert sum(n.label == "function aten.view.default" for n in panel.before.nodes) == 4
+    assert kinds(panel.before)["refused"] == 2 and kinds(panel.before)["safe"] == 2
+    assert any(n.note == "guard: addmm's view view_1 has 2 readers" for n in panel.before.nodes)
+    fused = [n for n in panel.reference.nodes if n.kind == "fused"]
+    assert len(fused) == 1 and fused[0].note.startswith("mm + gelu_1"), fused
+    assert_readable(panel)
+    other = pictures(3, capture="make_fx")[0]
+    assert "as an ATEN graph (make_fx)" in other.title
 
 
 def _op_targets(picture: Picture) -> collections.Counter:
@@ -141,6 +212,7 @@ def test_kata_4_partitions_move_nodes_onto_the_npu_without_losing_one_and_count_
     crossing = [e for e in picture.edges if (e.src in on_npu) != (e.dst in on_npu)]
     assert picture.transfers == len(crossing) > 0, "every edge into or out of a partition, and only those"
     assert drawn(html_page("kata 4", [panel])).crossing == 2 * picture.transfers  # both sides drawn
+    assert_readable(panel)
     mutant = pictures(4, MUTANTS_DIR / "04_op_support" / "modules_matched_by_attribute_name.py",
                       capture="symbolic_trace")[0]
     assert kinds(mutant.attempt)["npu"] != kinds(mutant.reference)["npu"], "the attempt's support draws its own partitions"
@@ -153,9 +225,17 @@ def test_katas_2_and_5_draw_the_reference_and_an_unfinished_stub_says_why(number
     assert all(isinstance(p.reference, Picture) and p.reference.nodes for p in solved)
     assert all(isinstance(p.attempt, Picture) for p in solved)
     if number == 5:
-        assert kinds(solved[0].reference)["npu"] > 0 and solved[0].reference.transfers > 0
+        reference = solved[0].reference
+        assert kinds(reference)["npu"] > 0 and reference.transfers > 0
+        assert {n.note for n in reference.nodes if n.label == "placeholder"} == {
+            "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias", "x"}, "inputs are named"
+        assert "first call: 3 program(s) compiled" in reference.caption, reference.caption
+        assert "batch 5 again: 0 program(s) compiled" in reference.caption, "a shape seen before compiles nothing"
+        assert len({n.group for n in reference.nodes if n.group}) == 3
     else:
         assert all(len({n.group for n in p.reference.nodes}) == 1 for p in solved), "each fix is one graph"
+    for panel in solved:
+        assert_readable(panel)
     if number == 5:  # kata 2's stub says the same through the same picture_or_failure
         stub = pictures(number, kata.stub_path)
         assert all(isinstance(p.attempt, str) and "not implemented" in p.attempt for p in stub), [p.attempt for p in stub]
@@ -185,6 +265,7 @@ def test_kata_9_draws_the_int8_ops_on_the_npu_and_a_mutant_leaves_the_add_on_the
     assert kinds(residual.before)["npu"] == 0 and kinds(residual.before)["qdq"] >= 8, "quantized, not yet lowered"
     assert kinds(residual.reference)["npu"] == 4, "three int8 linears and the int8 add"
     assert kinds(residual.attempt)["npu"] == 3 and kinds(residual.attempt)["cpu"] == 1, "the add stays float"
+    assert_readable(residual)
 
 
 def test_make_graph_writes_the_page_and_prints_the_text_picture(tmp_path):

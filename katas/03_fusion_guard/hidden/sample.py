@@ -17,7 +17,9 @@ from katas.common import capture
 from katas.common.ops import LINEAR_GELU_CALLS
 
 CAPTURES = (("symbolic_trace", "MODULE"), ("export_core", "CORE_ATEN"))
-INPUT_SHAPE = (2, 4)
+# Three dimensions, as a sequence model's activations: decomposed graphs then flatten them for the product and put
+# them back after it (the view sandwich of README.md), so the pictures show where a pass must look through a view.
+INPUT_SHAPE = (2, 3, 4)
 
 
 class GuardSample(nn.Module):
@@ -92,39 +94,73 @@ def _is_gelu(gm, node) -> bool:
         and "linear_gelu" not in str(node.target)
 
 
+def _is_reshape(node) -> bool:
+    return getattr(node, "op", "") == "call_function" and \
+        any(w in getattr(node.target, "__name__", "") for w in ("view", "reshape"))
+
+
+def _chain(node) -> list:
+    """The nodes from the GELU's input back to the product it reads, through any reshape between them (the
+    product last)."""
+    chain = [node.args[0]] if node.args and hasattr(node.args[0], "op") else []
+    while chain and _is_reshape(chain[-1]) and chain[-1].args:
+        chain.append(chain[-1].args[0])
+    return chain
+
+
 def _producer(node):
     """The node a GELU reads, through any reshape between them."""
-    source = node.args[0] if node.args else None
-    while source is not None and getattr(source, "op", "") == "call_function" and \
-            any(w in getattr(source.target, "__name__", "") for w in ("view", "reshape")):
-        source = source.args[0]
-    return source
+    chain = _chain(node)
+    return chain[-1] if chain else None
 
 
-def _marks(gm, captured: bool) -> tuple[dict, dict]:
-    """(kind, note) per node name: fused nodes, GELUs the guard must leave alone (their Linear has other
-    readers) and GELUs after a Linear that reads nothing else: in the `captured` graph a safe pair, in a
-    graph after a pass one it missed."""
+def _data_input(gm, product):
+    """The x a Linear-like product reads (addmm's is its second argument)."""
+    index = 1 if "addmm" in getattr(product.target, "__name__", "") else 0
+    return product.args[index] if len(product.args) > index else None
+
+
+def _pairs_by_input(before) -> dict[str, str]:
+    """Each Linear -> GELU pair of the graph as captured, keyed by the names of the value its Linear reads (and
+    of what that value was reshaped from): a fused node reads the same x (`fc2 + act2`)."""
+    pairs = {}
+    for node in before.graph.nodes:
+        if _is_gelu(before, node) and (source := _producer(node)) is not None and _is_linear(before, source):
+            x = _data_input(before, source)
+            while x is not None and hasattr(x, "name"):
+                pairs[x.name] = f"{source.name} + {node.name}"
+                x = x.args[0] if _is_reshape(x) and x.args else None
+    return pairs
+
+
+def _marks(gm, captured: bool, before=None) -> tuple[dict, dict]:
+    """(kind, note) per node name: fused nodes (with the pair of `before` each replaced), GELUs the guard must
+    leave alone (their Linear has other readers) and GELUs after a Linear that reads nothing else: in the
+    `captured` graph a safe pair, in a graph after a pass one it missed."""
     kinds, notes = {}, {}
+    replaced = _pairs_by_input(before) if before is not None else {}
     for node in gm.graph.nodes:
         if "linear_gelu" in str(node.target):
             kinds[node.name] = "fused"
-            notes[node.name] = f"approximate={node.kwargs.get('approximate', (node.args[3:4] or ['none'])[0])}"
+            pair = replaced.get(getattr(node.args[0], "name", "")) if node.args else None
+            approximate = node.kwargs.get('approximate', (node.args[3:4] or ['none'])[0])
+            notes[node.name] = (f"{pair}, " if pair else "") + f"approximate={approximate}"
         elif _is_gelu(gm, node):
-            source = _producer(node)
-            if source is not None and _is_linear(gm, source):
-                readers = len(source.users)
+            chain = _chain(node)
+            if chain and _is_linear(gm, chain[-1]):
+                source = chain[-1]
+                shared = next((n for n in chain if len(n.users) > 1), None)  # the product, or a view of it
                 safe = "safe" if captured else "missed"
-                kinds[node.name] = kinds[source.name] = "refused" if readers > 1 else safe
-                notes[node.name] = (f"guard: {source.name} has {readers} readers" if readers > 1
+                kinds[node.name] = kinds[source.name] = "refused" if shared is not None else safe
+                notes[node.name] = (_guard_note(source, shared) if shared is not None
                                     else "safe pair" if captured else "safe pair, not fused")
     return kinds, notes
 
 
-def _picture(gm, title: str, caption: str = "", *, captured: bool = False):
+def _picture(gm, title: str, caption: str = "", *, captured: bool = False, before=None):
     from checker.kit.pictures import picture_of
 
-    kinds, notes = _marks(gm, captured)
+    kinds, notes = _marks(gm, captured, before)
     return picture_of(gm, title, kind_of=lambda n: kinds.get(n.name, ""), note_of=lambda n: notes.get(n.name, ""),
                       caption=caption)
 
@@ -137,22 +173,38 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
     if model not in (None, "guard_sample"):
         raise ValueError(f"kata 3 draws one model, guard_sample, not {model!r}")
     from katas.common import capture as capture_model
+    from katas.common.capture import CAPTURE_DIALECT
 
     panels = []
-    for method, dialect in [(m, d) for m, d in CAPTURES if capture in (None, m)] or [(capture, "?")]:
+    for method, dialect in [(m, d) for m, d in CAPTURES if capture in (None, m)] or [(capture, CAPTURE_DIALECT[capture])]:
         before = capture_model(_model(), _inputs(), method).gm
         sides = []
         for module in (attempt, reference):
             def draw(module=module):
                 gm = capture_model(_model(), _inputs(), method).gm  # a fresh capture per side: rewritten in place
                 fused = module.fuse_linear_gelu(gm)
-                return _picture(gm, f"after fuse_linear_gelu ({method})", f"fuse_linear_gelu returned {fused}")
+                return _picture(gm, f"after fuse_linear_gelu ({method})", f"fuse_linear_gelu returned {fused}",
+                                before=before)
             sides.append(picture_or_failure(draw))
-        panels.append(Panel(f"guard_sample as a {dialect} graph ({method})", sides[0], sides[1],
+        panels.append(Panel(f"guard_sample as {_dialect_words(dialect)} graph ({method}), input {INPUT_SHAPE}",
+                            sides[0], sides[1],
                             before=_picture(before, method, "z = fc1(x); h = gelu(z) + z; out = gelu_tanh(fc2(h))",
                                             captured=True),
                             notes=["safe pair: the Linear feeds only its GELU (as captured)",
-                                   "fused: the kata op replaced a Linear and its GELU",
+                                   "fused: the kata op replaced the Linear and the GELU its badge names",
                                    "guard: the pair stays apart because the Linear's output has other readers",
                                    "safe pair, not fused: the Linear feeds only its GELU, so a pass should fuse it"]))
     return panels
+
+
+def _dialect_words(dialect) -> str:
+    """'a MODULE', 'an ATEN', 'a CORE_ATEN' (a capture's dialect is a string or the kata's enum)."""
+    name = getattr(dialect, "name", str(dialect)).upper()
+    return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
+
+
+def _guard_note(product, shared) -> str:
+    """Why the guard keeps a pair apart: the product, or the view of it the GELU reads, has other readers."""
+    if shared is product:
+        return f"guard: {product.name} has {len(product.users)} readers"
+    return f"guard: {product.name}'s view {shared.name} has {len(shared.users)} readers"

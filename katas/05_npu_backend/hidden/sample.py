@@ -65,9 +65,49 @@ def sample_graphs(attempt, reference) -> tuple[str, str]:
     return mine, theirs
 
 
+def _input_names(model: torch.nn.Module, gm, method: str) -> dict[str, str]:
+    """What each placeholder of an aot_autograd graph is (`fc1.weight`, `x`): aot_autograd numbers them
+    (arg0_1, ...) in the order of Dynamo's graph, whose placeholders are named after their source
+    (`l_self_modules_fc1_parameters_weight_`). Other captures name their inputs themselves."""
+    import re
+
+    from katas.common import capture as capture_model
+
+    if method != "aot_autograd":
+        return {}
+    sources = [n.name for n in capture_model(model, SAMPLE.inputs(), "dynamo").gm.graph.nodes if n.op == "placeholder"]
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(sources) != len(placeholders):
+        return {}
+    readable = [re.sub(r"_(modules|parameters|buffers)_", ".", re.sub(r"^l_(self_modules_)?", "", name)).strip("_")
+                for name in sources]
+    return dict(zip(placeholders, readable))
+
+
+def _run_caption(module) -> str:
+    """What the side's whole backend did when the sample ran through torch.compile: programs compiled and
+    launched at the first shape, at a second batch size and on a repeat, constants uploaded, fallbacks."""
+    session = probes.compile_model(module, SAMPLE.recipe)
+    DEVICE.reset()
+    DEVICE.release_all()
+    (x,) = SAMPLE.inputs()
+    lines = []
+    for what, batch in (("first call", x.shape[0]), ("batch 5", 5), ("batch 5 again", 5)):
+        called, stats = _call(module, session, torch.randn(batch, x.shape[1], generator=torch.Generator().manual_seed(5)))
+        fallbacks = sum(category == NPUFallbackWarning.__name__ for category, _ in called.warnings)
+        lines.append(f"{what}: {stats.programs_compiled} program(s) compiled, {stats.launches} launch(es), "
+                     f"{stats.constant_bytes_to_device} B of weights uploaded"
+                     + (f", {fallbacks} fallback warning(s)" if fallbacks else "")
+                     + (f", error: {called.error}" if called.error else ""))
+    return "\n".join(lines)
+
+
 def graph_pictures(attempt, reference, *, capture=None, model=None):
     """`make graph N=5`: the sample's ATen graph (as aot_autograd hands it to a backend) after each side's
-    legalize_for_npu and partition_for_npu: NPU partitions framed, host ops blue, host<->device transfers red."""
+    legalize_for_npu and partition_for_npu: NPU partitions framed and named, inputs named, host ops blue,
+    host<->device transfers red; under it, what the side's whole backend did under torch.compile (programs per
+    shape, weights uploaded, fallbacks). The fusion inside each partition happens after this picture: the
+    device's programs (`make diff N=5`) show the fused ops."""
     from checker.kit.pictures import Panel, flattened_partitions
     from katas.common import capture as capture_model
 
@@ -77,10 +117,17 @@ def graph_pictures(attempt, reference, *, capture=None, model=None):
     sides = []
     for module in (attempt, reference):
         def draw(module=module):
-            gm = capture_model(probes.build(SAMPLE.recipe), SAMPLE.inputs(), method).gm
+            built = probes.build(SAMPLE.recipe)
+            gm = capture_model(built, SAMPLE.inputs(), method).gm
+            names = _input_names(built, gm, method)
             legal = module.legalize_for_npu(gm)
             parted = module.partition_for_npu(gm)
-            return flattened_partitions(parted, method, caption=f"legalize_for_npu rewrote {legal} node(s)",
-                                        is_partition=lambda target, sub: True)
+            ran = guarded(_run_caption, module)
+            return flattened_partitions(parted, method, caption=f"legalize_for_npu rewrote {legal} node(s)\n{ran}",
+                                        is_partition=lambda target, sub: True,
+                                        note_of=lambda node: names.get(node.name, "") if node.op == "placeholder" else "")
         sides.append(picture_or_failure(draw))
-    return [Panel(f"{SAMPLE.what()} as an ATen graph ({method})", sides[0], sides[1])]
+    return [Panel(f"{SAMPLE.what()} as an ATen graph ({method})", sides[0], sides[1],
+                  notes=["each dashed frame is one NPU partition, named; its nodes run in one NPU program per input "
+                         "shape", "red edges: values copied between host and device", "under each graph: what the "
+                         "backend did when torch.compile ran the sample at two batch sizes"])]

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from checker.kit import load_module
-from checker.kit import CheckFailed, Checks, expect, fuzz
+from checker.kit import CheckFailed, Checks, _attempt_location, expect, fuzz
 from katas.common.models import describe
 import katas.common.npu.int8  # noqa: F401 - registers the int8 ops, so the device here can rebuild their programs
 from katas.common.npu import DEVICE, DeviceService
@@ -71,8 +71,9 @@ def worst_sqnr(want: dict, got: dict, *, recipe, what: str, against: str) -> flo
     for batch in sorted(want):
         out = got.get(batch)
         if isinstance(out, str):
-            hint = ("\nThe graph was exported for the example's batch size only: export with dimension 0 dynamic "
-                    "(dynamic_shapes). README.md, 'Step 2'." if "Guard failed" in out and "size()[0]" in out else "")
+            hint = ("\nThe graph was exported for the example's batch size only: export with dimension 0 of every "
+                    "input dynamic (dynamic_shapes, one entry per input). README.md, 'Step 2'."
+                    if "Guard failed" in out and "size()[0]" in out else "")
             raise CheckFailed(f"{what} failed on a batch of size {batch} of {model_text(recipe)}:\n  {out[:500]}{hint}")
         mine, theirs = _leaves(out), _leaves(want[batch])
         expect(len(mine) == len(theirs) and all(a.shape == b.shape for a, b in zip(mine, theirs)),
@@ -81,6 +82,32 @@ def worst_sqnr(want: dict, got: dict, *, recipe, what: str, against: str) -> flo
         for a, b in zip(theirs, mine):
             worst = min(worst, sqnr(a, b.to(a.dtype)))
     return worst
+
+
+def probe_quantizing(ctx, probe, recipe, *args) -> dict:
+    """ctx.probe(probe, recipe, *args) for a probe that calls quantize_for_npu; a shape guard failing inside it (the
+    calibration batches have another batch size than the example) is named as the rule it breaks."""
+    try:
+        return ctx.probe(probe, recipe, *args)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a batch exported static is named as such; anything else is reported as is
+        text = str(exc).strip()
+        if "Guard failed" not in text or ".size()[0]" not in text:
+            raise
+        name = getattr(exc, "remote_type", None) or type(exc).__name__
+        first = (text.splitlines() or [""])[0][:300]
+        inputs = probes.inputs_of(recipe)
+        raise CheckFailed(
+            f"your code raised {name}{_attempt_location(ctx, exc)}: {first}\n"
+            f"quantize_for_npu on {model_text(recipe)}: the example input{'s have' if inputs > 1 else ' has'} "
+            f"{probes.EXAMPLE_BATCH} rows, the calibration batches {probes.CALIBRATION_ROWS}, and the graph was "
+            f"exported with dimension 0 fixed to the example's size on "
+            + ("an input: every input's batch must be dynamic. The model takes " + str(inputs) + " inputs, and "
+               "dimension 0 of each is the batch: dynamic_shapes needs an entry for every input (e.g. {0: "
+               "Dim(\"batch\")} for each), not only the first. " if inputs > 1 else
+               "its input: the batch must be dynamic (dynamic_shapes={0: ...} on dimension 0 of every input). ")
+            + "README.md, 'Step 2'.") from None
 
 
 def expect_close_to_eager(recipe, got: dict, *, what: str, hint: str) -> float:
@@ -266,7 +293,7 @@ def relu_rides_on_its_linear(ctx):
 # --- Step 2: prepare, calibrate, convert ------------------------------------------------------------------------
 
 def _quantized(ctx, recipe, calibration_scale: float | tuple = probes.INPUT_SCALE) -> dict:
-    seen = ctx.probe(probes.quantized, recipe, calibration_scale)
+    seen = probe_quantizing(ctx, probes.quantized, recipe, calibration_scale)
     expect(seen["type"] == "GraphModule",
            f"quantize_for_npu returned a {seen['type']}, not the GraphModule convert_pt2e makes. README.md, 'Step 2'.")
     return seen
@@ -275,7 +302,7 @@ def _quantized(ctx, recipe, calibration_scale: float | tuple = probes.INPUT_SCAL
 @CHECKS.check(stage="calibrate", weight=3)
 def quantized_model_tracks_eager(ctx):
     "quantize_for_npu: a graph of quantize/dequantize patterns, on any batch size, within 20 dB SQNR of eager"
-    for recipe in ("mlp", "gelu_norm", "residual", "dropout"):
+    for recipe in ("mlp", "gelu_norm", "residual", "dropout", "two_inputs"):  # two inputs: each one's batch
         seen = _quantized(ctx, recipe)
         qdq = [n for n in seen["nodes"] if n["target"].startswith(QDQ_PREFIX)]
         weights = len(weight_dequantizes(seen["nodes"]))
@@ -463,22 +490,24 @@ def lowerable_patterns(nodes: list[dict]) -> tuple[int, int, list[str], list[str
         users = [by_name.get(u, {"target": u}) for u in node["users"]]
         return len(users) == 1 and users[0]["target"] == QUANTIZE and users[0]["qparams"][2] == "int8"
 
+    def reader_names(node: dict) -> list[str]:
+        return [by_name.get(u, {"target": u})["target"].removeprefix("aten.").removeprefix(QDQ_PREFIX)
+                .removesuffix(".default") for u in node["users"]]
+
     linears, adds, refused, accepted = 0, 0, [], []
     for node in nodes:
         why = None
         if node["target"] == "aten.linear.default":
             weight = by_name.get(node["args"][1]) if len(node["args"]) > 1 and node["arg_ops"][1] else None
             relu = fused_relu(node, by_name)
-            readers = [by_name.get(u, {"target": u})["target"].removeprefix("aten.").removesuffix(".default")
-                       for u in node["users"]]
             if int8_dequantize(node["args"][0]) is None:
                 why = "its input is not dequantized from int8 per tensor"
             elif (weight is None or weight["target"] != DEQUANTIZE_PER_CHANNEL or weight["qparams"][1:3] != [0, "int8"]
                   or not all(weight["qparams"][3:5])):
                 why = "its weight is not int8 with one scale per output channel (axis 0) and zero points all 0"
             elif not ends_in_int8_quantize(relu or node):
-                why = (f"{'its relu' if relu else 'it'} is not followed by one int8 quantize (the linear's readers: "
-                       f"{', '.join(readers)})")
+                why = (f"{'its relu' if relu else 'it'} is not read by one int8 quantize alone ("
+                       f"{'the relu' if relu else 'the linear'}'s readers: {', '.join(reader_names(relu or node))})")
                 if relu is None and any(by_name.get(u, {}).get("target") in RELU_TARGETS
                                         and ends_in_int8_quantize(by_name[u]) for u in node["users"]):
                     why += ("; a relu after it is quantized as if it rode on the linear, but the linear has another "
@@ -494,7 +523,7 @@ def lowerable_patterns(nodes: list[dict]) -> tuple[int, int, list[str], list[str
             elif a != b:
                 why = f"its inputs are dequantized with (scale, zero point) {a[0]:.4g}, {a[1]} and {b[0]:.4g}, {b[1]}"
             elif not ends_in_int8_quantize(node):
-                why = "it is not followed by one int8 quantize"
+                why = f"it is not read by one int8 quantize alone (its readers: {', '.join(reader_names(node))})"
             else:
                 adds += 1
                 accepted.append(node["name"])
@@ -551,14 +580,15 @@ def left_hints(left: list[str], by_name: dict, lowered: list[str]) -> str:
     return "".join(" " + hint for hint in hints)
 
 
-def count_problem(given: list[dict] | None, lowered: list[dict]) -> str:
-    """Which of the given graph's linears and adds the lowering took or left against the lesson's guards."""
+def count_problem(given: list[dict] | None, lowered: list[dict], taken: bool = True) -> str:
+    """Which of the given graph's linears and adds the lowering took or left against the lesson's guards (`taken`:
+    also those it lowered though no pattern; False when the message says why already)."""
     if given is None:
         return ""
     names = {n["name"] for n in lowered}
     accepted = lowerable_patterns(given)[3]
     left = [n for n in accepted if n in names]
-    taken = [why for why in not_patterns(given) if why.split(" ", 1)[0] not in names]
+    taken = [why for why in not_patterns(given) if why.split(" ", 1)[0] not in names] if taken else []
     text = ""
     if left:
         by_name = {n["name"]: n for n in given}
@@ -690,9 +720,14 @@ def every_int8_pattern_becomes_one_int8_op(ctx):
     cases += [(recipe, {"weights": "symmetric_full_range"}) for recipe in ("mlp", "two_inputs")]
     cases += [("residual", {"activations": "int8_narrow"})]
     cases += [(probes.DELAYED_RELUS[-1], {})]  # a relu three nodes after its linear, riding on it
+    # one output channel other than the first with its own scale (x4) and a code at -128: still int8, per output
+    # channel, zero points 0 (GUARD_EDITS)
+    cases += [("mlp", {"edit": edit}) for edit, (function, arguments) in probes.GUARD_EDITS.items()
+              if function is probes.edit_weight_channel and arguments[1] == "scale and range"]
     for recipe, variant in cases:
         seen, want = _lowered_variant(ctx, recipe, **variant)
-        label = {"weights": " (weights on [-128, 127])", "activations": " (activations int8 on [-127, 127])"}
+        label = {"weights": " (weights on [-128, 127])", "activations": " (activations int8 on [-127, 127])",
+                 "edit": f" (in which {variant.get('edit')})"}
         expect_launches(recipe, seen["nodes"], *probes.patterns_of(recipe),
                         what="lower_to_npu_int8's graph" + "".join(label[k] for k in variant),
                         given=given_nodes(recipe, **variant))
@@ -785,6 +820,15 @@ def weights_the_int8_linear_cannot_read_stay_float(ctx):
                "codes on [0, 255], zero points 0")
         cases.append(("mlp", {"edit": f"every weight stored as {dtype}, zero points 0, one scale per output channel"},
                       stored.format(dtype=dtype, how=how)))
+    # a zero point in one output channel only, the middle or the last one (its first channel's is 0)
+    for edit, (which, what) in [(e, v[1]) for e, v in probes.GUARD_EDITS.items()
+                                if v[0] is probes.edit_weight_channel]:
+        if what == "zero point":
+            cases.append(("mlp", {"edit": edit},
+                          f"per output channel with zero points 0 in every channel but the {which} one, whose zero "
+                          f"point is {'+3' if which == 'middle' else '-3'}: a weight with a zero point in any channel "
+                          f"is not the int8 linear's (it has no weight zero point to subtract). Test every channel's "
+                          f"zero point, e.g. zero_points.any(), not only the first's"))
     for recipe, variant, why in cases:
         seen, want = _lowered_variant(ctx, recipe, **variant)
         linears = count(seen["nodes"], probes.INT8_LINEAR)
@@ -828,6 +872,17 @@ def patterns_of_other_kinds_stay_float(ctx):
                            f"input {1 - position}: an add's inputs share one observer, so one (scale, zero_point), "
                            f"but a graph may store either in another container. The int8 add reads int8 only: "
                            f"check the dtype of both dequantize nodes feeding the add, not only the first's"),)
+    # the op ending a pattern (a riding relu, a bare linear, an add) read by something else too: a float op, the graph's
+    # output, a second quantize; before or after its quantize among the op's users and in graph order (GUARD_EDITS)
+    for edit, (function, (op, reader, first)) in [(e, v) for e, v in probes.GUARD_EDITS.items()
+                                                  if v[0] is probes.add_second_reader]:
+        cases += (("mlp" if op == "relu" else "residual", edit, None, None,
+                   f"in this graph {edit} ({'first' if first else 'second'} among the op's users): a reader needs "
+                   f"the op's float value, so the quantize is not its only reader. Lowered anyway, the float "
+                   f"{op} (and what feeds it) stays in the graph for that reader beside the int8 op: computed twice, "
+                   f"on the CPU and on the NPU. A pattern ends in an int8 quantize that is its op's ONLY reader: test "
+                   f"len(op.users) == 1 on the op that ends it (the relu, the linear, the add alike); the graph's "
+                   f"output node and a second quantize are readers too"),)
     for recipe, variant, linears, adds, what in cases:
         kwargs = {"edit": variant} if variant in probes.GUARD_EDITS else {"activations": variant}
         seen, want = _lowered_variant(ctx, recipe, **kwargs)
@@ -840,7 +895,7 @@ def patterns_of_other_kinds_stay_float(ctx):
                f"lower_to_npu_int8 made {got[0]} int8_linear and {got[1]} int8_add node(s) of {model_text(recipe)}; "
                f"{linears} int8_linear and {adds} int8_add were right"
                + (f".{count_problem(given, seen['nodes'])}" if fewer else
-                  f": {what}. Leave such a pattern in float.{count_problem(given, seen['nodes'])}")
+                  f": {what}. Leave such a pattern in float.{count_problem(given, seen['nodes'], taken=False)}")
                + " README.md, 'Step 3'.")
         expect_like_given(recipe, seen, want)
 
@@ -852,7 +907,7 @@ def every_linear_and_add_runs_int8_on_the_npu(ctx):
     "quantize_for_npu then lower_to_npu_int8: every Linear and tensor add runs int8 on the NPU, within 20 dB of eager"
     for recipe in ("residual", "two_inputs", "gated", "gelu_norm", probes.DELAYED_RELUS[0]):
         DEVICE.reset()
-        seen = ctx.probe(probes.quantized_and_lowered, recipe)
+        seen = probe_quantizing(ctx, probes.quantized_and_lowered, recipe)
         expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}, "
                                               f"not a GraphModule. README.md, 'Step 4'.")
         expect_in_place(recipe, seen)
@@ -1026,7 +1081,7 @@ def random_mlps_run_int8_on_the_npu(ctx):
     "random models (one or two inputs, relu, GELU, z + z, in-place relu_ and +=, values also returned): int8, same output"
     def prop(program) -> None:
         DEVICE.reset()
-        seen = ctx.probe(probes.quantized_and_lowered, program)
+        seen = probe_quantizing(ctx, probes.quantized_and_lowered, program)
         expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}.")
         linears, adds = probes.program_counts(program)
         expect_in_place(program, seen)

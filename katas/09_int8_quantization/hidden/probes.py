@@ -190,6 +190,7 @@ EXAMPLE_BATCH = 4
 EVAL_BATCHES = (1, 5)  # neither is the example's batch
 INPUT_SCALE = 3.0  # calibration and evaluation inputs are randn * INPUT_SCALE; the example input is randn
 CALIBRATION_BATCHES = 8
+CALIBRATION_ROWS = 16  # rows of each calibration batch: not the example's batch size
 # How wide each calibration batch is, in order (times randn): every batch must reach the observers, whichever is
 # widest, from a generator that can be read once.
 CALIBRATION_PLANS = {
@@ -244,7 +245,7 @@ def calibration(recipe: str | MLPSpec | tuple, scale: float | tuple = INPUT_SCAL
     """Eight batches from the distribution the model will serve (INPUT_SCALE times wider than the example), or
     one batch per entry of `scale` when it is a tuple (CALIBRATION_PLANS)."""
     scales = scale if isinstance(scale, tuple) else (scale,) * CALIBRATION_BATCHES
-    return [_randn(recipe, 16, 100 + i, s) for i, s in enumerate(scales)]
+    return [_randn(recipe, CALIBRATION_ROWS, 100 + i, s) for i, s in enumerate(scales)]
 
 
 def calibration_stream(recipe: str | MLPSpec | tuple, scale: float | tuple = INPUT_SCALE):
@@ -623,6 +624,92 @@ def retype_weights(gm: torch.fx.GraphModule, dtype: str) -> None:
     gm.recompile()
 
 
+# One output channel of every weight, other than the first: a guard that reads only the first channel's numbers (or
+# its first few) misses it. "middle" is channel rows // 2, "last" is rows - 1.
+WEIGHT_CHANNELS = ("middle", "last")
+
+
+def _channel(rows: int, which: str) -> int:
+    return rows // 2 if which == "middle" else rows - 1
+
+
+def edit_weight_channel(gm: torch.fx.GraphModule, which: str, what: str) -> None:
+    """In every weight's dequantize_per_channel, one output channel (`which`: the middle or the last row) gets other
+    numbers than the rest: `what="zero point"` gives it a zero point (+3 in the middle, -3 last: a weight with a zero
+    point, so not the int8 linear's, though its first channel's is 0); `what="scale and range"` multiplies its scale
+    by 4 and moves its most negative code to -128 (still int8, per output channel, zero points 0: the int8 linear's,
+    which must read every channel's own scale)."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not DEQUANTIZE_PER_CHANNEL:
+            continue
+        codes, scales, zero_points = (torch.fx.graph_module._get_attr(gm, a.target) for a in node.args[:3])  # noqa: SLF001
+        row = _channel(codes.shape[0], which)
+        if what == "zero point":
+            zero_points = zero_points.clone()
+            zero_points[row] = 3 if which == "middle" else -3
+            torch.fx.graph_module._assign_attr(zero_points, gm, node.args[2].target)  # noqa: SLF001
+        else:
+            scales, codes = scales.clone(), codes.clone()
+            scales[row] *= 4
+            codes[row, int(codes[row].argmin())] = -128
+            torch.fx.graph_module._assign_attr(scales, gm, node.args[1].target)  # noqa: SLF001
+            torch.fx.graph_module._assign_attr(codes, gm, node.args[0].target)  # noqa: SLF001
+    gm.recompile()
+
+
+# Another reader of the op that ends a pattern, besides its int8 quantize (the lesson's guard: "a per-tensor
+# quantize that is its op's only reader"): which op (a relu riding on its linear, a bare linear, an add), what
+# reads it too, and where that reader sits, before the quantize (first among the op's users and in graph order) or
+# after it.
+READER_OPS = ("relu", "linear", "add")
+READERS = ("a float op", "the graph output", "a second quantize")
+
+
+def _add_output(gm: torch.fx.GraphModule, value: torch.fx.Node) -> None:
+    """`value` becomes one more output of the graph (the output node reads it)."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    values = tuple(out.args[0]) + (value,)
+    out.args = (values,)
+    spec = torch.utils._pytree.tree_flatten(tuple(range(len(values))))[1]
+    gm.graph._codegen.pytree_info = gm.graph._codegen.pytree_info._replace(out_spec=spec)  # noqa: SLF001
+    gm._out_spec = spec  # noqa: SLF001
+
+
+def add_second_reader(gm: torch.fx.GraphModule, op: str, reader: str, first: bool) -> None:
+    """The first `op` of the graph whose only reader is an int8 quantize (a relu riding on its linear, a linear
+    with no relu, an add) gets a second reader: `reader` is "a float op" (the mean of its rows, subtracted from the
+    model's first output), "the graph output" (returned as one more output), or "a second quantize" (int8, twice
+    the scale, dequantized into the same mean). `first`: the reader sits before the quantize (first among the op's
+    users, and right after the op in graph order), else after it. That pattern is then not the int8 unit's: a reader
+    needs the float value."""
+    targets = {"relu": RELUS, "linear": (aten.linear.default,), "add": TENSOR_ADDS}[op]
+    node = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target in targets
+                and len(n.users) == 1 and next(iter(n.users)).target is QUANTIZE_PER_TENSOR
+                and next(iter(n.users)).args[5] == torch.int8)
+    q = next(iter(node.users))
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    if reader == "the graph output":
+        _add_output(gm, node)
+    else:
+        with gm.graph.inserting_after(node if first else q):
+            if reader == "a second quantize":
+                scale, zero_point, low, high = q.args[1] * 2, q.args[2], q.args[3], q.args[4]
+                q2 = gm.graph.call_function(QUANTIZE_PER_TENSOR, (node, scale, zero_point, low, high, torch.int8))
+                with gm.graph.inserting_after(q2):
+                    value = gm.graph.call_function(DEQUANTIZE_PER_TENSOR,
+                                                   (q2, scale, zero_point, low, high, torch.int8))
+            else:
+                value = node
+        with gm.graph.inserting_before(output):
+            mean = gm.graph.call_function(aten.mean.dim, (value, [-1], True))
+            first_output = output.args[0][0]
+            moved = gm.graph.call_function(aten.sub.Tensor, (first_output, mean))
+        output.args = ((moved, *output.args[0][1:]),)
+    if first:
+        q.args = tuple(q.args)  # set again: the quantize becomes the op's last user, the new reader its first
+    gm.recompile()
+
+
 # Edits of a converted graph that a lowering's guards must see (the int8 add reads ONE scale and zero point; the
 # int8 ops read and write int8 only): name -> (edit, its arguments). checks.py counts the patterns each edited graph
 # still holds by the lesson's guards.
@@ -632,6 +719,12 @@ ADD_SCALE_EDITS = {"x1.005": 1.005, "x1.0001": 1.0001, "one float64 ULP larger":
                    "one float64 ULP smaller": "ulp-1"}
 ADD_INPUT_DTYPES = ("uint8", "int16")  # another container for one input of an add, its scale and zero point kept
 WEIGHT_DTYPES = ("int16", "uint8")  # another container for the weights, their zero points 0 and axis 0 kept
+def reader_edit(op: str, reader: str, first: bool) -> str:
+    """The name of add_second_reader's edit."""
+    what = {"relu": "the relu riding on a linear", "linear": "a linear (no relu)", "add": "an add"}[op]
+    return f"{what} read by {reader} too, {'before' if first else 'after'} its int8 quantize"
+
+
 GUARD_EDITS = {
     "an add's second dequantize: zero point moved by 4, scale kept": (edit_add_second_input, (1.0, 4)),
     **{f"an add's second dequantize: scale {text}, zero point kept": (edit_add_second_input, (how, 0))
@@ -642,6 +735,14 @@ GUARD_EDITS = {
        (retype_add_input, (position, dtype)) for dtype in ADD_INPUT_DTYPES for position in (0, 1)},
     **{f"every weight stored as {dtype}, zero points 0, one scale per output channel": (retype_weights, (dtype,))
        for dtype in WEIGHT_DTYPES},
+    **{f"every weight's {which} output channel with a zero point ({'+3' if which == 'middle' else '-3'}), the "
+       f"others 0": (edit_weight_channel, (which, "zero point")) for which in WEIGHT_CHANNELS},
+    **{f"every weight's {which} output channel with its scale x4 and a code at -128": (edit_weight_channel,
+                                                                                     (which, "scale and range"))
+       for which in WEIGHT_CHANNELS},
+    **{reader_edit(op, reader, first): (add_second_reader, (op, reader, first))
+       for op, reader, first in [(op, reader, (i + j) % 2 == 1) for i, op in enumerate(READER_OPS)
+                                 for j, reader in enumerate(READERS)]},
 }
 
 
