@@ -8,6 +8,7 @@
 - `make watch`: from saving the file to the verdict on screen, with the server warm;
 - the first failing check on screen (the live report, checker/run/live.py): each kata's first known mistake as a new
   one and again (its failed checks run first), and how soon an infinite loop is reported with its line;
+- the real-model stage's share of a kata's check time (target: at most +30%), and the committed real-model figures;
 - Hypothesis throughput: examples per second of each fuzz check (from the checker's verbose JSON);
 - `python -m checker all --fresh` with every kata solved, and `make test` (skip with --no-make-test).
 
@@ -67,6 +68,7 @@ FIRST_RATIO_TARGET = 2.0  # the first run of a session: cold, then starts the se
 WARM_RATIO_TARGET = 0.7  # a second `make kata` while the server lives
 WATCH_RATIO_TARGET = 0.5  # `make watch`: save -> verdict
 ALL_TARGET_S = 12.0
+REAL_MODEL_STAGE_TARGET = 0.30  # a kata's real-model stage adds at most 30% to its other checks' time (issue 33)
 GRADE_SANDBOX_RATIO_TARGET = 1.5  # grading a class in the sandbox, against the same class unsandboxed
 MAKE_TEST_TARGET_S = 180.0
 WARM_DIR = tempfile.mkdtemp(prefix="fxb-", dir="/tmp")  # short: a socket path holds at most 108 bytes
@@ -194,6 +196,28 @@ def measure_all_solved() -> tuple[float, str]:
     return seconds, summary
 
 
+def real_model_rows(rows: list[tuple[str, float, float]]) -> None:
+    """The real-model stage's cost in the learner profile (the warm run's check seconds), and the committed
+    real-model measurements (`make real-models`: re-measuring them takes about 20 minutes)."""
+    print("\nreal-model stage, learner profile (check seconds of the warm run):")
+    for slug, real, rest in rows:
+        share = real / rest if rest else float("inf")
+        print(f"  {slug:<22} {real:6.2f} s on top of {rest:6.2f} s of other checks: +{share:.0%} "
+              f"(target <= +{REAL_MODEL_STAGE_TARGET:.0%}: {verdict(share <= REAL_MODEL_STAGE_TARGET)})")
+    record = REPO_ROOT / "tests" / "real_models.json"
+    if not record.exists():
+        return
+    table = json.loads(record.read_text())
+    print("real models (tests/real_models.json, from `make real-models`): kata 5's NPU share at the first shape, a "
+          "second shape, later, the first again; seconds for every kata's reference on the model")
+    for model, row in table.items():
+        if model.startswith("_"):
+            continue
+        shares = row.get("kata 5", {})
+        print(f"  {model:<10} " + " · ".join(str(shares.get(k, "?")) for k in ("first", "second", "later", "first again"))
+              + f"  ({row.get('seconds', '?')} s; kata 9 SQNR {row.get('kata 9', {}).get('sqnr dB', '?')} dB)")
+
+
 def verdict(ok: bool) -> str:
     return "ok" if ok else "OVER"
 
@@ -245,7 +269,7 @@ def _bench(args: argparse.Namespace) -> int:
     floor = measure_floor()
     print(f"floor (python -c: import torch + one Dynamo compile of a small MLP, best of 3): {floor:.2f} s\n")
     print(f"{'kata':<22} {'cold':>7} {'x':>5} {'first':>7} {'x':>5} {'warm':>7} {'x':>5} {'watch':>7} {'x':>5}  status")
-    fuzz_rows, phases, verdicts = [], [], []
+    fuzz_rows, phases, verdicts, real_rows = [], [], [], []
     for kata in [k for k in load_katas() if not args.kata or k.number in args.kata]:
         cold, _ = measure_kata(kata.number, warm=False)
         stop_warm_server()
@@ -261,11 +285,16 @@ def _bench(args: argparse.Namespace) -> int:
         phases.append(f"{kata.number} {kata.slug:<20} {phases_text(data)}")
         fuzz_rows += [(kata.slug, c["id"], run["examples"], run["seconds"])
                       for c in data["checks"] for run in c.get("fuzz", [])]
+        real = sum(c.get("seconds") or 0.0 for c in data["checks"] if c["stage"] == "real_models")
+        if any(c["stage"] == "real_models" for c in data["checks"]):
+            real_rows.append((kata.slug, real, sum(c.get("seconds") or 0.0 for c in data["checks"]) - real))
     print(f"targets (x floor): cold <= {COLD_RATIO_TARGET:g}, first <= {FIRST_RATIO_TARGET:g}, "
           f"warm <= {WARM_RATIO_TARGET:g}, watch <= {WATCH_RATIO_TARGET:g}; met: {sum(verdicts)}/{len(verdicts)}")
     first_failure_rows([k for k in load_katas() if not args.kata or k.number in args.kata], floor)
     print("\nwhere a warm run's time goes (seconds; the slowest shard's, see checker/run/runner.py PHASES):")
     print("\n".join(phases))
+
+    real_model_rows(real_rows)
 
     print(f"\n{'fuzz check':<58} {'examples':>8} {'seconds':>8} {'examples/s':>10}")
     for slug, check_id, examples, seconds in fuzz_rows:
