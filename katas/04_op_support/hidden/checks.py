@@ -355,10 +355,46 @@ def carried_over(ctx: Context, node: torch.fx.Node, want_op: object) -> str:
             f"whatever order the graphs come in (README.md, 'The contract'): keep no notes that outlive one call.")
 
 
+def support_carried_over(ctx: Context, node: torch.fx.Node, submodules, supported: object, want: bool, how: str,
+                         asked: list) -> str:
+    """When a support instance that was asked about other nodes of this graph first (`asked`: (node, answer) in
+    order) answers `node` wrong: if a new instance answers it right, a message that leads with the state carried over
+    on the instance, naming the earlier node of the same target or name; else ''."""
+    fresh = ctx.attempt.NPUOperatorSupport().is_node_supported(submodules, node)
+    if bool(fresh) != want:
+        return ""
+    same = next((n for n, answer in reversed(asked) if bool(answer) == bool(supported) and (
+        n.name == node.name or n.target == node.target)), None)
+    earlier = ""
+    if same is not None:
+        same_op = ctx.reference.canonical_op(same, submodules)
+        recorded, val = recorded_value(same)
+        if same_op in NPU_OPS:
+            what = f"{same_op!r}, an NPU op"
+        elif same.op in CALL_OPS and recorded and not isinstance(val, torch.Tensor):
+            kind = type(val).__name__
+            shown = "None" if val is None else f"{'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind}"
+            what = f"arithmetic on sizes: its recorded value is {shown}"
+        else:
+            what = "no NPU op"
+        shared = "the same target" if same.target == node.target else "the same name"
+        earlier = (f" Earlier in this graph it was asked about {node_text(same, submodules)}, {shared} but another "
+                   f"op ({what}), and rightly answered {bool(supported)} there.")
+    return (f"State carried over on the instance: one NPUOperatorSupport(), asked about the nodes of {how} in graph "
+            f"order (as the partitioner asks), answered {supported!r} for {node_text(node, submodules)}, expected "
+            f"{want}; a new NPUOperatorSupport() answers {fresh!r} there, which is right.{earlier} Your support "
+            f"seems to carry an answer over from another node: canonical_op and your rule for this node are right, "
+            f"the state on the instance is not. Keep nothing on the instance between calls (no answers memoized by "
+            f"node.target, node.name or the callable): targets and names repeat while the ops differ (operator.mul "
+            f"on sizes and on tensors), and is_node_supported depends on the node's op only (README.md, "
+            f"'The contract').")
+
+
 def expect_node_agrees(ctx: Context, node: torch.fx.Node, submodules, verdicts: dict, how: str,
-                       support: object = None) -> None:
+                       support: object = None, asked: list | None = None) -> None:
     """canonical_op, is_node_supported and classify's verdict for one node agree with the reference. `support` is
-    the attempt's NPUOperatorSupport to ask (a new one when not given)."""
+    the attempt's NPUOperatorSupport to ask (a new one when not given); `asked`, when given, lists the (node, answer)
+    pairs that same instance gave before, in order, and gets this node's answer appended."""
     want_op = ctx.reference.canonical_op(node, submodules)
     got_op = ctx.attempt.canonical_op(node, submodules)
     on_npu = want_op in NPU_OPS
@@ -376,6 +412,12 @@ def expect_node_agrees(ctx: Context, node: torch.fx.Node, submodules, verdicts: 
                           f"this node" + (f". {carried}" if carried else f": {cpu_reason(node, want_op, submodules)}."))
     support = support if support is not None else ctx.attempt.NPUOperatorSupport()
     supported = support.is_node_supported(submodules, node)
+    if bool(supported) != on_npu and asked:  # an instance asked about other nodes first: is that what went wrong?
+        carried = support_carried_over(ctx, node, submodules, supported, on_npu, how, asked)
+        if carried:
+            raise CheckFailed(carried)
+    if asked is not None:
+        asked.append((node, supported))
     if on_npu:
         because = npu_reason(node, want_op, submodules)
     elif node.op not in CALL_OPS:
@@ -416,8 +458,9 @@ def expect_graph_agrees(ctx: Context, gm: torch.fx.GraphModule, how: str) -> Non
     verdicts = attempt_classify(ctx, gm, how)
     submodules = dict(gm.named_modules())
     support = ctx.attempt.NPUOperatorSupport()  # one per graph: each construction is a round trip to the worker
+    asked: list = []  # (node, answer) this instance gave, in order: names the node a wrong answer was carried from
     for node in gm.graph.nodes:
-        expect_node_agrees(ctx, node, submodules, verdicts, how, support)
+        expect_node_agrees(ctx, node, submodules, verdicts, how, support, asked)
 
 
 def expect_one_support_across_graphs(ctx: Context, graphs) -> None:
@@ -455,16 +498,18 @@ def expect_one_support_across_graphs(ctx: Context, graphs) -> None:
                 twin = (f" It was asked before about {node_text(same, twin_sub)} {where}, which is "
                         f"{'supported' if same_want else 'not supported'}: the same name or target, another op.")
             raise CheckFailed(
-                f"One NPUOperatorSupport() instance was asked about "
+                f"State carried over on the instance: one NPUOperatorSupport() was asked about "
                 + (f"{'; then '.join(graphs_before)}; then about {how}" if graphs_before
                    else f"{how} (the first graph it was asked about)")
-                + f". For {node_text(node, submodules)} it answered {got!r}, expected {want}: {because}. A new "
-                f"NPUOperatorSupport() answers {fresh!r} there, so your instance carries something over from what it "
-                f"was asked before.{twin} Node names and targets repeat from graph to graph (`h`, `s0`, `act`, `mul`) "
-                f"while their ops differ: keep nothing on the instance between calls, no answers memoized by "
-                f"node.name or node.target, no submodules dict kept from an earlier call (use the one each call is "
-                f"given). is_node_supported depends on the node's op only, not on any graph asked about before "
-                f"(README.md, 'The contract'); kata 5's backend keeps one support object for every graph it compiles.")
+                + f". For {node_text(node, submodules)} it answered {got!r}, expected {want}, but a new "
+                f"NPUOperatorSupport() answers {fresh!r} there, which is right: your instance carries something over "
+                f"from what it was asked before.{twin} Your rule for this node is right (a new instance applies it); "
+                f"what is wrong is what the instance kept. Node names and targets repeat from graph to graph (`h`, "
+                f"`s0`, `act`, `mul`) while their ops differ: keep nothing on the instance between calls, no answers "
+                f"memoized by node.name or node.target, no submodules dict kept from an earlier call (use the one each "
+                f"call is given). is_node_supported depends on the node's op only, not on any graph asked about before "
+                f"(README.md, 'The contract'); kata 5's backend keeps one support object for every graph it compiles. "
+                f"(Why {want} is right for this node: {because}.)")
         graphs_before.append(how)
 
 
@@ -901,8 +946,9 @@ def user_function_named_gelu_stays_on_cpu(ctx):
     expect(not (isinstance(got, str) and got in NPU_OPS),
            f"canonical_op for `{node.name}` (call_function on the user's own gelu) in {how} returned {got!r}. Only "
            f"torch's own functions are NPU ops: the NPU has no kernel for arbitrary Python that happens to be "
-           f"called gelu. Resolve call_function targets by identity, not by __name__; an unknown callable is "
-           f"None and runs on the CPU.")
+           f"called gelu. Resolve call_function targets by the identity of the callable, not by a name: neither "
+           f"the function's __name__ nor the node's name (node.name, which captures derive from what the node "
+           f"calls, `gelu`, `gelu_1`, ...) says what it computes. An unknown callable is None and runs on the CPU.")
     expect_graph_agrees(ctx, gm, how)
 
 
