@@ -84,9 +84,10 @@ def worst_sqnr(want: dict, got: dict, *, recipe, what: str, against: str) -> flo
     return worst
 
 
-def probe_quantizing(ctx, probe, recipe, *args) -> dict:
+def probe_quantizing(ctx, probe, recipe, *args, brief: bool = False) -> dict:
     """ctx.probe(probe, recipe, *args) for a probe that calls quantize_for_npu; a shape guard failing inside it (the
-    calibration batches have another batch size than the example) is named as the rule it breaks."""
+    calibration batches have another batch size than the example) is named as the rule it breaks. `brief`: the
+    model is described below the message (fuzz)."""
     try:
         return ctx.probe(probe, recipe, *args)
     except NotImplementedError:
@@ -100,13 +101,15 @@ def probe_quantizing(ctx, probe, recipe, *args) -> dict:
         inputs = probes.inputs_of(recipe)
         raise CheckFailed(
             f"your code raised {name}{_attempt_location(ctx, exc)}: {first}\n"
-            f"quantize_for_npu on {model_text(recipe)}: the example input{'s have' if inputs > 1 else ' has'} "
+            f"quantize_for_npu on {'the model below' if brief else model_text(recipe)}: the example "
+            f"input{'s have' if inputs > 1 else ' has'} "
             f"{probes.EXAMPLE_BATCH} rows, the calibration batches {probes.CALIBRATION_ROWS}, and the graph was "
             f"exported with dimension 0 fixed to the example's size on "
             + ("an input: every input's batch must be dynamic. The model takes " + str(inputs) + " inputs, and "
                "dimension 0 of each is the batch: dynamic_shapes needs an entry for every input (e.g. {0: "
                "Dim(\"batch\")} for each), not only the first. " if inputs > 1 else
-               "its input: the batch must be dynamic (dynamic_shapes={0: ...} on dimension 0 of every input). ")
+               "its input: the batch must be dynamic (dynamic_shapes=({0: Dim(\"batch\")},), one entry per "
+               "input). ")
             + "README.md, 'Step 2'.") from None
 
 
@@ -628,6 +631,15 @@ def expect_patterns_quantized(recipe, nodes: list[dict], linears: int, adds: int
         f"quantize_for_npu, not in lower_to_npu_int8.{hint}")
 
 
+def expect_runs(recipe, seen: dict) -> None:
+    """Every evaluation batch ran, on the quantized graph (when the probe has it) and on the lowered one: a failure is
+    named with its batch and error before the NPU's counters are read (a graph that raised launched nothing)."""
+    for key, what in (("quantized_outputs", "your quantized graph"), ("outputs", "lower_to_npu_int8's graph")):
+        failed = {b: out for b, out in seen.get(key, {}).items() if isinstance(out, str)}
+        if failed:
+            worst_sqnr(failed, failed, recipe=recipe, what=what, against="")
+
+
 def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what: str,
                     given: list[dict] | None = None) -> None:
     """The graph holds `linears` int8_linear and `adds` int8_add nodes, and running it launched exactly those.
@@ -726,8 +738,9 @@ def every_int8_pattern_becomes_one_int8_op(ctx):
               if function is probes.edit_weight_channel and arguments[1] == "scale and range"]
     for recipe, variant in cases:
         seen, want = _lowered_variant(ctx, recipe, **variant)
+        expect_runs(recipe, seen)
         label = {"weights": " (weights on [-128, 127])", "activations": " (activations int8 on [-127, 127])",
-                 "edit": f" (in which {variant.get('edit')})"}
+                 "edit": f" (in which {variant.get('edit')}: still int8, per output channel, zero points 0)"}
         expect_launches(recipe, seen["nodes"], *probes.patterns_of(recipe),
                         what="lower_to_npu_int8's graph" + "".join(label[k] for k in variant),
                         given=given_nodes(recipe, **variant))
@@ -877,7 +890,8 @@ def patterns_of_other_kinds_stay_float(ctx):
     for edit, (function, (op, reader, first)) in [(e, v) for e, v in probes.GUARD_EDITS.items()
                                                   if v[0] is probes.add_second_reader]:
         cases += (("mlp" if op == "relu" else "residual", edit, None, None,
-                   f"in this graph {edit} ({'first' if first else 'second'} among the op's users): a reader needs "
+                   f"in this graph {edit} (that reader is {'first' if first else 'second'} among the op's "
+                   f"users): it needs "
                    f"the op's float value, so the quantize is not its only reader. Lowered anyway, the float "
                    f"{op} (and what feeds it) stays in the graph for that reader beside the int8 op: computed twice, "
                    f"on the CPU and on the NPU. A pattern ends in an int8 quantize that is its op's ONLY reader: test "
@@ -912,6 +926,7 @@ def every_linear_and_add_runs_int8_on_the_npu(ctx):
                                               f"not a GraphModule. README.md, 'Step 4'.")
         expect_in_place(recipe, seen)
         expect_patterns_quantized(recipe, seen["quantized_nodes"], *probes.patterns_of(recipe))
+        expect_runs(recipe, seen)
         expect_launches(recipe, seen["nodes"], *probes.patterns_of(recipe),
                         what="your quantized and lowered graph", given=seen["quantized_nodes"])
         expect_relus_ride(recipe, seen, what="your quantized and lowered graph")
@@ -1081,11 +1096,12 @@ def random_mlps_run_int8_on_the_npu(ctx):
     "random models (one or two inputs, relu, GELU, z + z, in-place relu_ and +=, values also returned): int8, same output"
     def prop(program) -> None:
         DEVICE.reset()
-        seen = probe_quantizing(ctx, probes.quantized_and_lowered, program)
+        seen = probe_quantizing(ctx, probes.quantized_and_lowered, program, brief=True)
         expect(seen["type"] == "GraphModule", f"quantize_for_npu or lower_to_npu_int8 returned a {seen['type']}.")
         linears, adds = probes.program_counts(program)
         expect_in_place(program, seen)
         expect_patterns_quantized(program, seen["quantized_nodes"], linears, adds)
+        expect_runs(program, seen)
         expect_launches(program, seen["nodes"], linears, adds, what="your quantized and lowered graph",
                         given=seen["quantized_nodes"])
         expect_relus_ride(program, seen, what="your quantized and lowered graph")

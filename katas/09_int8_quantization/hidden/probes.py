@@ -642,7 +642,8 @@ def edit_weight_channel(gm: torch.fx.GraphModule, which: str, what: str) -> None
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target is not DEQUANTIZE_PER_CHANNEL:
             continue
-        codes, scales, zero_points = (torch.fx.graph_module._get_attr(gm, a.target) for a in node.args[:3])  # noqa: SLF001
+        codes, scales, zero_points = (torch.fx.graph_module._get_attr(gm, a.target)  # noqa: SLF001
+                                      for a in node.args[:3])
         row = _channel(codes.shape[0], which)
         if what == "zero point":
             zero_points = zero_points.clone()
@@ -722,7 +723,7 @@ WEIGHT_DTYPES = ("int16", "uint8")  # another container for the weights, their z
 def reader_edit(op: str, reader: str, first: bool) -> str:
     """The name of add_second_reader's edit."""
     what = {"relu": "the relu riding on a linear", "linear": "a linear (no relu)", "add": "an add"}[op]
-    return f"{what} read by {reader} too, {'before' if first else 'after'} its int8 quantize"
+    return f"{what} is read by {reader} too, {'before' if first else 'after'} its int8 quantize"
 
 
 GUARD_EDITS = {
@@ -735,11 +736,10 @@ GUARD_EDITS = {
        (retype_add_input, (position, dtype)) for dtype in ADD_INPUT_DTYPES for position in (0, 1)},
     **{f"every weight stored as {dtype}, zero points 0, one scale per output channel": (retype_weights, (dtype,))
        for dtype in WEIGHT_DTYPES},
-    **{f"every weight's {which} output channel with a zero point ({'+3' if which == 'middle' else '-3'}), the "
+    **{f"every weight's {which} output channel has a zero point ({'+3' if which == 'middle' else '-3'}), the "
        f"others 0": (edit_weight_channel, (which, "zero point")) for which in WEIGHT_CHANNELS},
-    **{f"every weight's {which} output channel with its scale x4 and a code at -128": (edit_weight_channel,
-                                                                                     (which, "scale and range"))
-       for which in WEIGHT_CHANNELS},
+    **{f"every weight's {which} output channel has its scale multiplied by 4 and a code at -128": (
+        edit_weight_channel, (which, "scale and range")) for which in WEIGHT_CHANNELS},
     **{reader_edit(op, reader, first): (add_second_reader, (op, reader, first))
        for op, reader, first in [(op, reader, (i + j) % 2 == 1) for i, op in enumerate(READER_OPS)
                                  for j, reader in enumerate(READERS)]},
