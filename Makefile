@@ -100,7 +100,7 @@ real-models: $(TEST_STAMP)
 
 # Every kata's reference, pristine stub, first mutant and first alternative scored through the checker, cold and warm:
 # writes tests/verdicts.json, which `make test` trusts for every kata but the smoke one while it is current (about
-# 5 minutes on 2 cores; N=k re-records one kata).
+# 5 minutes on 2 cores; N=k re-records one kata, N=1,4 several).
 verdicts: $(TEST_STAMP)
 	FX_KATAS_RECORD_VERDICTS=$(or $(GIVEN_N),all) $(PY) -m pytest -n auto --dist worksteal -q tests/test_katas.py $(ARGS)
 

@@ -1,7 +1,7 @@
 """Every kata scored through the real checker, recorded: the verdicts `make verdicts` measures and `make test` trusts.
 
     make verdicts          # every kata: reference, pristine stub, first mutant and first alternative, cold and warm
-    make verdicts N=5      # one kata (after changing it); the smoke kata runs too
+    make verdicts N=5      # one kata (after changing it; N=1,4 for several); the smoke kata runs too
 
 Scoring each kata's reference, stub, boundary mutant and alternative through the worker takes about 8 minutes of
 CPU, most of `make test`'s time on 2 cores. `make test` runs them live for SMOKE_KATAS only (one end-to-end path through
@@ -24,12 +24,12 @@ RECORD = ROOT / "tests" / "verdicts.json"
 RECORD_FORMAT = 1
 # The kata whose live tests run in every `make test`: the cheapest end-to-end path (about 25 s of CPU in all).
 SMOKE_KATAS = ("02_graph_breaks",)
-# Set by `make verdicts`: "all", or one kata's number. Those katas' live tests run, and the passing ones are recorded.
+# Set by `make verdicts`: "all", or katas' numbers ("5", "1,4"). Those katas' live tests run, and the passing ones are recorded.
 RECORDING = "FX_KATAS_RECORD_VERDICTS"
 # Shared by every kata's fingerprint: the checker (its worker, warm server and report included), the shared kata code
-# and the tests that do the scoring.
-SHARED_INPUTS = ("checker", "katas/katas.toml", "katas/common", "tests/test_katas.py", "tests/conftest.py",
-                 "tests/live_verdicts.py")
+# and the tests that do the scoring. Of katas/katas.toml, each kata's fingerprint takes its own entry only.
+SHARED_INPUTS = ("checker", "katas/common", "tests/test_katas.py", "tests/conftest.py", "tests/live_verdicts.py")
+MANIFEST = "katas/katas.toml"
 # A kata's own inputs; its notes (*.md) change no verdict.
 KATA_INPUTS = ("katas/{slug}", "solutions/{slug}", "tests/mutants/{slug}", "tests/alternatives/{slug}")
 
@@ -41,7 +41,8 @@ def recording() -> bool:
 def runs_live(slug: str) -> bool:
     """Whether this run scores `slug` through the checker (else its recorded verdicts stand in)."""
     wanted = os.environ.get(RECORDING, "")
-    return slug in SMOKE_KATAS or wanted == "all" or (wanted.isdigit() and int(slug.split("_")[0]) == int(wanted))
+    numbers = {int(n) for n in wanted.split(",") if n.strip().isdigit()}
+    return slug in SMOKE_KATAS or wanted == "all" or int(slug.split("_")[0]) in numbers
 
 
 def _files(relative: str) -> list[Path]:
@@ -56,11 +57,20 @@ def fingerprint(slug: str) -> str:
     import torch
 
     digest = hashlib.sha256(f"{torch.__version__}|{sys.version_info[:2]}".encode())
+    digest.update(json.dumps(_manifest_entry(slug), sort_keys=True).encode())
     for relative in (*SHARED_INPUTS, *(part.format(slug=slug) for part in KATA_INPUTS)):
         for path in _files(relative):
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:20]
+
+
+def _manifest_entry(slug: str) -> dict:
+    """The kata's own table in katas/katas.toml (its stages, time limit, ...): another kata's entry changes nothing."""
+    import tomllib
+
+    manifest = tomllib.loads((ROOT / MANIFEST).read_text(encoding="utf-8"))
+    return next((entry for entry in manifest.get("kata", []) if entry.get("slug") == slug), {})
 
 
 def load_record() -> dict:

@@ -36,7 +36,9 @@ def test_a_kata_with_a_failing_test_keeps_its_old_record(tmp_path, monkeypatch):
 def test_the_fingerprint_follows_the_katas_own_files_and_the_checker(tmp_path, monkeypatch):
     """A file under the kata, its mutants or the checker changes the fingerprint; a note (*.md) does not."""
     root = tmp_path
-    for relative in ("checker/run/runner.py", "katas/katas.toml", "katas/common/x.py", "tests/test_katas.py",
+    (root / "katas").mkdir()
+    (root / "katas/katas.toml").write_text('[[kata]]\nslug = "01_x"\nstages = ["a"]\n\n[[kata]]\nslug = "02_y"\n')
+    for relative in ("checker/run/runner.py", "katas/common/x.py", "tests/test_katas.py",
                      "tests/conftest.py", "tests/live_verdicts.py", "katas/01_x/hidden/checks.py",
                      "katas/01_x/hidden/blind_rounds.md", "solutions/01_x/x.py", "tests/mutants/01_x/m.py"):
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -51,4 +53,8 @@ def test_the_fingerprint_follows_the_katas_own_files_and_the_checker(tmp_path, m
         before = live_verdicts.fingerprint("01_x")
     (root / "katas/02_y").mkdir()
     (root / "katas/02_y/other.py").write_text("another kata")
-    assert live_verdicts.fingerprint("01_x") == before
+    (root / "katas/katas.toml").write_text('[[kata]]\nslug = "01_x"\nstages = ["a"]\n\n[[kata]]\nslug = "02_y"\n'
+                                           'stages = ["new"]\n')
+    assert live_verdicts.fingerprint("01_x") == before, "another kata's files and manifest entry change nothing"
+    (root / "katas/katas.toml").write_text('[[kata]]\nslug = "01_x"\nstages = ["a", "b"]\n')
+    assert live_verdicts.fingerprint("01_x") != before, "the kata's own manifest entry counts"
