@@ -46,9 +46,9 @@ REPLAY_TIME_LIMIT = 120
 # the zoo models each check runs (probes.ZOO), by what they vary
 EXPORT_CASES = ("mlp", "flatten_views", "two_inputs")  # one input, views, two inputs with independent batches
 LEGALISE_CASES = ("flatten_views", "aliases", "slices_and_views", "batch_not_first", "attention", "view_dtypes",
-                  "copies")
+                  "copies", "layouts")
 LEFT_ALONE_CASES = (("mlp", 1), ("layer_norm_between", 1), ("gram", 1), ("float64_head", 1),
-                    ("slices_and_views", 2), ("copies", 2))  # (recipe, how many times legalise runs)
+                    ("slices_and_views", 2), ("copies", 2), ("layouts", 2))  # (recipe, how many times legalise runs)
 SUPPORT_CASES = (("layer_norm_between", False), ("float64_head", False), ("flatten_views", False),
                  ("scaled_by_buffer", False), ("view_dtypes", False), ("slices_and_views", True),
                  ("mixed_dtypes", False), ("mixed_dtypes", True))
@@ -111,8 +111,9 @@ def _why_it_failed(error: str) -> str:
                 "example's batch where the batch is symbolic (-1 stands for it, wherever it sits). README.md, 'Step 2'.")
     if "view size is not compatible" in error or "Cannot view" in error:
         return ("\nA view reads a tensor whose strides it cannot view: a clone or copy that names a memory format "
-                "(torch.contiguous_format after a transpose) was removed, and the view after it is legal only on its "
-                "output. README.md, 'Step 2'.")
+                "(torch.contiguous_format, torch.channels_last or torch.channels_last_3d, after a transpose or "
+                "permute) was removed, and the view after it is legal only on its output. Every memory format other "
+                "than preserve_format sets the output's strides: such a clone stays. README.md, 'Step 2'.")
     if "NPU cannot compile" in error and "(read by" in error and "the NPU runs" in error:
         return ("\nA node on the NPU reads a tensor of a dtype the NPU lacks: your is_npu_node said yes to it. Its "
                 "output dtype does not tell (type promotion: a float32 tensor times a 0-dim float64 or int64 one is "
@@ -120,6 +121,11 @@ def _why_it_failed(error: str) -> str:
                 "tensor. README.md, 'Step 3'.")
     if "has no attribute 'fused_" in error or "references nonexistent attribute" in error:
         return STALE_GRAPH
+    if "Expected a value of type" in error and "found type 'list'" in error:
+        return ("\nAn op received a whole list where it takes one tensor: the list npu_aot.run_program returns. "
+                "Its outputs are a list, so the users of a partition with one output read operator.getitem(run, 0), "
+                "however many users the call_module has; only a partition with several outputs (its submodule's "
+                "output node holds a tuple) already has getitem users. README.md, 'Step 4: delegate'.")
     if "was used before it has been defined" in error:
         return ("\nA node reads one that comes after it in the graph: insert each new node before the call_module it "
                 "replaces (graph.inserting_before), in gm.graph as fuse_partitions left it (a `graph = gm.graph` "
@@ -244,13 +250,16 @@ def legalise_removes_aliases_and_reshapes(ctx):
     "after legalise: no alias, clone, full slice, unsqueeze, squeeze or reshape; views have int sizes; same outputs"
     for recipe in LEGALISE_CASES:
         seen = _legalised(ctx, recipe)
-        kept = lambda nodes: [n for n in nodes if n["sets_layout"]]  # noqa: E731
+        kept = lambda nodes: [n for n in nodes if n["sets_layout"] and not n["plain_copy"]]  # noqa: E731
         expect(len(kept(seen["after"])) == len(kept(seen["before"])),
                f"legalise removed a clone or copy that sets a memory format from the graph of {model_text(recipe)}: "
                f"{'; '.join(short(n) for n in kept(seen['before']))} were there, {len(kept(seen['after']))} are "
-               f"left. A clone or _to_copy with memory_format=torch.contiguous_format makes a transposed tensor "
-               f"contiguous, and the view after it is legal only on its output (`o.transpose(1, 2).reshape(B, N, C)` "
-               f"exports as that clone, then a view). Keep it. README.md, 'Step 2'.")
+               f"left. A clone or _to_copy naming any memory format other than preserve_format (contiguous_format, "
+               f"channels_last, channels_last_3d) sets its output's strides, and the view after it is legal only on "
+               f"its output: `o.transpose(1, 2).reshape(B, N, C)` exports as clone(memory_format=torch."
+               f"contiguous_format), then a view; `h.transpose(2, 3).contiguous(memory_format=torch.channels_last)"
+               f".view(B, 2, -1)` as clone(memory_format=torch.channels_last), then a view. Keep it. README.md, "
+               f"'Step 2'.")
         casts = lambda nodes: [n for n in nodes if n["target"] == "aten._to_copy.default" and not n["plain_copy"]]  # noqa: E731
         expect(len(casts(seen["after"])) == len(casts(seen["before"])),
                f"legalise removed a cast from the graph of {model_text(recipe)}: "
@@ -289,7 +298,8 @@ def legalise_removes_aliases_and_reshapes(ctx):
         plain_copies = lambda nodes: [n for n in nodes if n["plain_copy"]]  # noqa: E731
         removed_copies = len(plain_copies(seen["before"])) - len(plain_copies(seen["after"]))
         want = ZOO[recipe].legalised + removed_copies
-        also = f", plus the {removed_copies} copy(ies) that change nothing you removed" if removed_copies else ""
+        also = (f", plus the {removed_copies} copy(ies) or clone(s) that change nothing you removed" if removed_copies
+                else "")
         expect(seen["returned"] == want,
                f"legalise returned {seen['returned']} for the graph of {model_text(recipe)}, whose aliases, clones, "
                f"full slices and reshapes number {ZOO[recipe].legalised}{also}: return how many of those you removed "
@@ -346,13 +356,24 @@ def is_npu_node_follows_the_device(ctx):
                        f"takes other arguments (KERNELS[{node['canonical']!r}] in katas/common/npu/device.py): this overload "
                        f"has no NPU kernel, and NPU.compile refuses it")
             elif not want and node["outputs"] and all(kind in NPU_DTYPE_KINDS for kind in node["outputs"]):
-                foreign = [f"input {i + 1}, {name}, is {kind.removeprefix('tensor:')}" for i, (name, kind)
-                           in enumerate(zip(node["input_names"], node["inputs"])) if kind not in NPU_DTYPE_KINDS]
-                why = (f"its output is {', '.join(k.removeprefix('tensor:') for k in node['outputs'])}, but "
-                       f"{'; '.join(foreign)}. Type promotion hides it (a 0-dim float64 or int64 tensor times a "
-                       f"float32 one makes float32), and the NPU cannot hold that input: every input node's value, "
-                       f"at any position, a placeholder or a node's result, must be a float32, float16 or bfloat16 "
-                       f"tensor")
+                foreign = [(i, name, kind) for i, (name, kind) in enumerate(zip(node["input_names"], node["inputs"]))
+                           if kind not in NPU_DTYPE_KINDS]
+                sizes = [f"input {i + 1}, {name}" for i, name, kind in foreign if kind == "SymInt"]
+                where = ("" if any(i == 0 for i, _, _ in foreign) else
+                         f"; is_npu_node looks at every input, not only the first (this is input {foreign[0][0] + 1})")
+                if any(kind == "SymInt" for _, _, kind in foreign):
+                    why = (f"{'; '.join(sizes)}, is a SymInt: a size computed on the host (aten.sym_size), not a "
+                           f"tensor. An NPU program takes tensors only, so a node that reads a host-computed size "
+                           f"cannot be inside it (legalise writes a reshape's sizes as ints, the batch as -1; a view "
+                           f"that still reads a SymInt stays on the CPU){where}")
+                else:
+                    listed = "; ".join(f"input {i + 1}, {name}, is {kind.removeprefix('tensor:')}"
+                                       for i, name, kind in foreign)
+                    why = (f"its output is {', '.join(k.removeprefix('tensor:') for k in node['outputs'])}, but "
+                           f"{listed}. Type promotion hides it (a 0-dim float64 or int64 tensor times a float32 one "
+                           f"makes float32), and the NPU cannot hold that input: every input node's value, at any "
+                           f"position, a placeholder or a node's result, must be a float32, float16 or bfloat16 "
+                           f"tensor{where}")
             elif not want:
                 why = ("it reads or makes a value the NPU cannot hold: "
                        f"inputs ({', '.join(node['inputs']) or 'none'}), outputs ({', '.join(node['outputs'])}); "
@@ -385,7 +406,7 @@ def _lowered(ctx, recipe, *, state_seed: int | None = None, save_to: str | None 
 # every kind of island: whole model, native silu, a CPU op between, legalised views, float64, a buffer, matmul;
 # (`aliases` and `slices_and_views` are legalise's: lowering them adds nothing but time)
 DELEGATED = ("mlp", "silu_mlp", "layer_norm_between", "flatten_views", "float64_head", "scaled_by_buffer", "gram",
-             "three_outputs", "two_inputs", "attention", "mixed_dtypes")
+             "three_outputs", "two_inputs", "attention", "mixed_dtypes", "layouts")
 
 
 def expect_delegated(recipe, seen: dict, programs: int | None) -> None:

@@ -192,6 +192,25 @@ class Copies(nn.Module):
         return self.fc2(F.relu(t.view(b, 8)))
 
 
+class Layouts(nn.Module):
+    """(B, 2, 3, 4) -> clone(memory_format=contiguous_format) of the contiguous input (a clone that changes nothing:
+    legalise may remove it or keep it) -> Linear -> GELU = h; then h.transpose(2, 3).contiguous(memory_format=
+    channels_last).view(B, 2, -1) -> ReLU (the lesson's example), plus h.view(B, 2, 3, 2, 2).permute(0, 1, 4, 3, 2)
+    .contiguous(memory_format=channels_last_3d).view(B, 2, -1) -> Linear: each view is legal only on its clone's
+    output (on the transposed or permuted tensor it raises "Cannot view a tensor ...")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 4), nn.Linear(12, 3)
+
+    def forward(self, x):
+        b = x.shape[0]
+        h = F.gelu(self.fc1(x.clone(memory_format=torch.contiguous_format)))
+        c = F.relu(h.transpose(2, 3).contiguous(memory_format=torch.channels_last).view(b, 2, -1))
+        d = h.view(b, 2, 3, 2, 2).permute(0, 1, 4, 3, 2).contiguous(memory_format=torch.channels_last_3d)
+        return self.fc2(c + d.view(b, 2, -1))
+
+
 class MixedDtypes(nn.Module):
     """Float32 activations that read tensors of other dtypes, which type promotion hides (each product is float32):
     Linear -> times a 0-dim float64 buffer (mul's second input) -> GELU -> a 0-dim int64 buffer times it (mul's
@@ -359,6 +378,11 @@ ZOO: dict[str, Recipe] = {
     "copies": Recipe(Copies, (8,), 3, 4, "Linear -> .to(torch.float32, copy=True) -> GELU -> "
                      ".clone(memory_format=torch.preserve_format) -> view(B, 2, 4).transpose(1, 2) -> "
                      ".to(memory_format=torch.contiguous_format, copy=True) -> view(B, 8) -> ReLU -> Linear", 3),
+    # 2 programs whether the contiguous clone of the input (a clone that changes nothing) is kept or removed
+    "layouts": Recipe(Layouts, (2, 3, 4), 2, 5, "(B, 2, 3, 4) -> .clone(memory_format=torch.contiguous_format) -> "
+                      "Linear -> GELU = h; ReLU(h.transpose(2, 3).contiguous(memory_format=torch.channels_last)"
+                      ".view(B, 2, -1)) + h.view(B, 2, 3, 2, 2).permute(0, 1, 4, 3, 2).contiguous(memory_format="
+                      "torch.channels_last_3d).view(B, 2, -1) -> Linear", 3),
     "mixed_dtypes": Recipe(MixedDtypes, (4,), 4, 5, "Linear -> * (0-dim float64 buffer) -> GELU -> (0-dim int64 "
                            "buffer) * -> ReLU -> tensor(0.5, float64) + -> * mean().double() -> + arange(8) (int64) "
                            "-> tanh -> Linear: float32 ops reading float64 and int64 tensors"),
@@ -456,13 +480,20 @@ def _sets_layout(node: torch.fx.Node) -> bool:
 
 
 def _is_plain_copy(node: torch.fx.Node) -> bool:
-    """An aten._to_copy that changes nothing: the dtype, layout and device of its input, no memory format."""
-    if node.target is not torch.ops.aten._to_copy.default or _sets_layout(node) or not node.args:
+    """A copy that changes nothing, which legalise may remove or keep: an aten._to_copy with the dtype, layout and
+    device of its input and no memory format; or a clone or _to_copy naming a memory format its input already has
+    (its output's strides are its input's: `x.clone(memory_format=torch.contiguous_format)` of a contiguous x)."""
+    if node.target not in (torch.ops.aten._to_copy.default, torch.ops.aten.clone.default) or not node.args:
         return False
+    if node.target is torch.ops.aten.clone.default and not _sets_layout(node):
+        return False  # a plain clone: legalise must remove it
     source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
     value = node.meta.get("val")
-    return (isinstance(source, torch.Tensor) and isinstance(value, torch.Tensor)
-            and (source.dtype, source.layout, source.device) == (value.dtype, value.layout, value.device))
+    if not (isinstance(source, torch.Tensor) and isinstance(value, torch.Tensor)
+            and (source.dtype, source.layout, source.device) == (value.dtype, value.layout, value.device)):
+        return False
+    # compared as text: symbolic strides (12*s77) compared as SymInts would add guards
+    return not _sets_layout(node) or str(tuple(source.stride())) == str(tuple(value.stride()))
 
 
 def _is_full_slice(node: torch.fx.Node) -> bool:

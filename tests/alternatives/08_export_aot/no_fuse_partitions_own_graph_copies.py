@@ -1,4 +1,4 @@
-"""blind round 1's correct_b (2026-12-05), brought to the lesson's two later rules (a clone with memory_format=torch.contiguous_format stays; is_npu_node says False for an overload the NPU's kernel does not take): a plain dict table, a named Dim per input, legalise retargeting nodes in place, and a delegate that never calls fuse_partitions: it copies each proposed partition into a graph of its own with node_copy, restores the topological order itself and renames only the output specs.
+"""blind round 1's correct_b (2026-12-05), brought to the lesson's later rules (a clone naming a memory format other than preserve_format stays, channels_last too (blind round 4); is_npu_node says False for an overload the NPU's kernel does not take): a plain dict table, a named Dim per input, legalise retargeting nodes in place, and a delegate that never calls fuse_partitions: it copies each proposed partition into a graph of its own with node_copy, restores the topological order itself and renames only the output specs.
 
 Kata 8 — correct attempt B (blind round k08-r1): a second, further road.
 
@@ -52,10 +52,10 @@ def _is_sym(s) -> bool:
 def _classify(node: torch.fx.Node) -> str | None:
     if node.op != "call_function":
         return None
-    if node.target in _DROP and node.kwargs.get("memory_format") is not torch.contiguous_format:
+    if node.target in _DROP and node.kwargs.get("memory_format") in (None, torch.preserve_format):
         return "drop"
     if node.target in _DROP:
-        return None  # a clone that makes a transposed tensor contiguous: the view after it needs it
+        return None  # a clone naming a memory format (contiguous_format, channels_last, ...): a view after it needs it
     if node.target is aten.slice.Tensor:
         args = list(node.args) + [None] * (5 - len(node.args))
         dim, start, end, step = args[1], args[2], args[3], args[4]
