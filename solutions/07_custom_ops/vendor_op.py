@@ -170,15 +170,18 @@ VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "t", "transpose", "p
 
 
 def _views_of(inputs: set, graph: torch.fx.Graph) -> set:
-    """`inputs` and every node that is a view of one (`t[0]`, `t.view(-1)`, `w.t()`, a view of a view), in graph
-    order."""
-    views = set(inputs)
+    """Every node that shares memory with one of `inputs`: the input, its views (`t[0]`, `t.view(-1)`, `w.t()`, a
+    view of a view), the tensor it is a view of (its base, the base's base) and that base's other views. Each view
+    node is traced back, in graph order, to the tensor at the root of its chain; nodes with one root share memory."""
+    root = {}
     for node in graph.nodes:
-        if node.op in ("call_method", "call_function") and node.args and node.args[0] in views and (
+        root[node] = node
+        if node.op in ("call_method", "call_function") and node.args and isinstance(node.args[0], torch.fx.Node) and (
                 node.target is operator.getitem
                 or (node.target if node.op == "call_method" else getattr(node.target, "__name__", "")) in VIEW_METHODS):
-            views.add(node)
-    return views
+            root[node] = root.get(node.args[0], node.args[0])
+    shared = {root.get(node, node) for node in inputs}
+    return set(inputs) | {node for node, base in root.items() if base in shared}
 
 
 def _recorded_by_autograd(match: InternalMatch) -> bool:
@@ -189,7 +192,8 @@ def _recorded_by_autograd(match: InternalMatch) -> bool:
 
 def no_in_place_write(match: InternalMatch, graph: torch.fx.Graph, pattern: torch.fx.Graph) -> bool:
     """True if no node between the match's first node and where its replacement goes writes in place into one of
-    the match's inputs (x, weight or bias), directly or through a view of it: the fused op, put after that write,
+    the match's inputs (x, weight or bias), directly, through a view of it or through the tensor it is a view of
+    (or another view of that tensor): the fused op, put after that write,
     would read the written value.
 
     When autograd records the fused op, the window runs to the graph's end: the op saves x, weight and bias for

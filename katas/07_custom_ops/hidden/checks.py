@@ -673,7 +673,8 @@ def rewriter_respects_no_grad_blocks(ctx):
 
 
 CHAINED_VIEW_WRITES = probes.CHAINED_VIEW_WRITES  # writes through a view of a view (blind round 3)
-LAYOUT_WRITES = IN_PLACE_WRITES + PAIR_INPUT_WRITES + CHAINED_VIEW_WRITES  # every in-place write into a pair input
+BASE_WRITES = tuple(probes.BASE_WRITES)  # t a view of s, a write into s or another view of it (blind round 5)
+LAYOUT_WRITES = IN_PLACE_WRITES + PAIR_INPUT_WRITES + CHAINED_VIEW_WRITES + BASE_WRITES  # every write into a pair input
 WRITTEN = {  # what a write of PAIR_INPUT_WRITES writes into (those of IN_PLACE_WRITES: t)
     "w.mul_(0.5)": "w, the pair's weight", "b.add_(1.0)": "b, the pair's bias",
     "t[0].mul_(0.5)": "t, the pair's input x, through the view t[0]",
@@ -685,10 +686,23 @@ WRITTEN = {  # what a write of PAIR_INPUT_WRITES writes into (those of IN_PLACE_
     "w.t()[1:].mul_(0.5)": "w, the pair's weight, through the view w.t()[1:] (a view of a view)",
     "b[1:].view(-1)[0:2].zero_()": "b, the pair's bias, through the view b[1:].view(-1)[0:2] (a view of a view of "
                                    "a view)",
+    # blind round 5: t is a view of s, and the write goes into s, or into another view of s that overlaps t
+    "t = s[0]; s.mul_(0.5)": "s, the tensor the pair's input t = s[0] is a view of (its base): that writes into t too",
+    "t = s[0]; s[:, 0].mul_(0.5)": "s[:, 0], another view of s, the tensor the pair's input t = s[0] is a view of; "
+                                   "s[:, 0] and t share s[0, 0]",
+    "t = s[0]; s.view(-1)[:12].add_(1.0)": "s.view(-1)[:12], a view of a view of s, the tensor the pair's input "
+                                           "t = s[0] is a view of; its 12 elements are t[0]",
+    "t = s.view(4, 3, 4)[:2]; s.mul_(0.5)": "s, the base of the view s.view(4, 3, 4) that the pair's input "
+                                            "t = s.view(4, 3, 4)[:2] is a view of (two levels up)",
+    "t = s[1].view(2, 3, 4); s[1].mul_(0.5)": "s[1], a second view of s made the same way as the s[1] that the pair's "
+                                              "input t = s[1].view(2, 3, 4) is a view of: they share all of t's memory",
+    "t = s[0]; s[1].mul_(0.5)": "s[1], another view of s, the tensor the pair's input t = s[0] is a view of; s[1] "
+                                "holds none of t's elements, but torch counts writes per base (one version counter "
+                                "for s and all its views), so autograd sees t written",
 }
-NOT_SAVED_BY_EAGER = {"t": "x: it saves x only when the weight requires grad",
-                      "w": "the weight: it saves the weight only when x requires grad",
-                      "b": "the bias: it never saves the bias"}
+NOT_SAVED_BY_EAGER = {"t": "saves x only when the weight requires grad, and here it does not",
+                      "w": "saves the weight only when x requires grad, and here it does not",
+                      "b": "never saves the bias"}
 TRAINS_NAMES = {"x": "x", "w": "the weight", "b": "the bias"}
 WRITTEN_T = "t, the pair's input x"
 NOT_WRITES = {"u.mul_(2.0)": "`u.mul_(2.0)` writes into u, which the pair does not read",
@@ -720,35 +734,37 @@ def layout_rule(layout: tuple) -> tuple[range, str]:
         at = next(i for i in range(first + 1, reader) if kinds[i] in LAYOUT_WRITES)
         spot = ("between the Linear and the GELU (the window to check starts at the match's first node, the "
                 "Linear, not at the GELU)" if at < gelu else "between the GELU and its first reader")
-        return range(0, 2), (f"Here `{writes[0]}` writes in place into {WRITTEN.get(writes[0], WRITTEN_T)}, "
+        return range(0, 2), (f"Here `{writes[0].split('; ')[-1]}` writes in place into {WRITTEN.get(writes[0], WRITTEN_T)}, "
                    f"{spot}. The rewriter puts the fused op before the GELU's first reader: fused "
                    "there, it reads the written value. Refuse a match when a node between its first node and the "
                    "insertion point writes in place into one of its inputs (match.placeholder_nodes: x, weight and "
-                   "bias alike), directly or through a view of it. README.md, 'In-place writes'.")
+                   "bias alike), directly, through a view of it, or through the tensor it is a view of (its base) "
+                   "and that base's other views: anything that shares its memory. README.md, 'In-place writes'.")
     if not switch and recorded and later:
         written = probes.WRITTEN_INPUT.get(later[0], "t")
         requiring = ", ".join(TRAINS_NAMES[name] for name in trains)
         return range(0, 1), (
             f"Here autograd records the pair (grad is on, and {requiring} "
-            f"{'requires' if len(trains) == 1 else 'require'} grad), and `{later[0]}` writes in place into "
+            f"{'requires' if len(trains) == 1 else 'require'} grad), and `{later[0].split('; ')[-1]}` writes in place into "
             f"{WRITTEN.get(later[0], WRITTEN_T)} AFTER the GELU's first reader. That changes no value, but the "
             "fused op saves x, weight and bias for its backward: fused, the backward fails (\"modified by an "
-            "inplace operation\"), while eager trains, because its Linear + GELU did not save "
+            "inplace operation\"), while eager trains: its Linear + GELU "
             f"{NOT_SAVED_BY_EAGER[written]}. When autograd records a pair (Dynamo's example value of "
             "the GELU's output requires grad: node.meta['example_value'].requires_grad), refuse it if any later "
             "node, to the graph's end, writes into one of its inputs. README.md, 'In-place writes'.")
     if not switch:
         others = [NOT_WRITES[k] for k in kinds[first + 1:reader] if k in NOT_WRITES]
         if before:
-            others.append(f"`{before[0]}` writes before the pair, and eager's Linear reads the written value too")
+            others.append(f"`{before[0].split('; ')[-1]}` writes before the pair, and eager's Linear reads the written value too")
         if later:
-            others.append(f"`{later[0]}` writes after the GELU's first reader, and autograd records nothing for this "
+            others.append(f"`{later[0].split('; ')[-1]}` writes after the GELU's first reader, and autograd records nothing for this "
                           "pair (nothing it reads requires grad, or grad is off), so the fused op saves nothing "
                           "that the write could spoil")
         return range(1, 2), (
-            "Here no grad-mode switch and no in-place write into an input of the pair lies between the Linear and "
-            "the GELU's first reader (the place the replacement goes, before any later reader)"
-            + (f" ({'; '.join(others)})" if others else "") + ": the pair must be fused. README.md, "
+            "Here " + (f"{'; '.join(others)}; and " if others else "")
+            + "no grad-mode switch and no in-place write into an input of the pair lies between the Linear and "
+            "the GELU's first reader (the place the replacement goes, before any later reader): the pair must be "
+            "fused. README.md, "
             + ("'In-place writes'." if others else "'Where the rewriter puts the new node'."))
     if same_mode:
         return range(0, 2), ("Here the Linear, the GELU and the first reader run in the same grad mode, with a closed block "
@@ -770,13 +786,21 @@ def describe_layout(layout: tuple) -> str:
     trains = tuple(layout[4]) if len(layout) > 4 else None
     writes = any(kind in LAYOUT_WRITES for kind in kinds)
     copies = any(probes.WRITTEN_INPUT.get(kind) in ("w", "b") for kind in kinds)
+    base = next((kind.split("; ")[0] for kind in kinds if kind in BASE_WRITES), None)  # "t = s[0]"
     if trains is None:
         lines = ["  t = x.detach().clone()   # fc frozen" if writes else "  t = x"]
+        if base:
+            lines = ["  s = torch.stack((x, x)).detach()   # fc frozen", f"  {base}"]
     else:
         copies = writes = True
         frozen = [name for name, key in (("fc.weight", "w"), ("fc.bias", "b")) if key not in trains]
-        lines = [("  t = x * 1   # requires grad" if "x" in trains else "  t = x.detach().clone()   # no grad")
-                 + (f"; {' and '.join(frozen)} frozen" if frozen else "")]
+        if base:
+            lines = [("  s = torch.stack((x, x))   # requires grad" if "x" in trains
+                      else "  s = torch.stack((x, x)).detach()   # no grad")
+                     + (f"; {' and '.join(frozen)} frozen" if frozen else ""), f"  {base}"]
+        else:
+            lines = [("  t = x * 1   # requires grad" if "x" in trains else "  t = x.detach().clone()   # no grad")
+                     + (f"; {' and '.join(frozen)} frozen" if frozen else "")]
     if copies:
         lines.append("  w, b = fc.weight * 1, fc.bias * 1")
     if "u.mul_(2.0)" in kinds:
@@ -801,7 +825,7 @@ def describe_layout(layout: tuple) -> str:
         elif kind == "u.mul_(2.0)":
             text = "u.mul_(2.0)   # in place, into u: no input of the pair"
         else:
-            text = f"{kind}   # in place, into {WRITTEN.get(kind, WRITTEN_T)}"
+            text = f"{kind.split('; ')[-1]}   # in place, into {WRITTEN.get(kind, WRITTEN_T)}"
         lines.append(("          " if inner else "      " if block else "  ") + text)
     extra = [f" + {name}.sum()" for name, used in (("w", copies), ("b", copies), ("u", "u.mul_(2.0)" in kinds),
                                                     ("r", "nn.ReLU()(t)" in kinds), ("t", writes)) if used]
@@ -876,6 +900,28 @@ EDGE_LAYOUTS = (  # layouts of grad_mode_layouts tried before the random ones: e
      "nn.GELU()", 38),
     ("layout", (("unrelated", "enable"), ("linear", False), ("unrelated", "enable"), ("gelu", False),
                 ("reader", False)), "F.gelu(z)", 39),
+    # blind round 5: the pair's input t is a view of s, and the write goes into s (its base), into another view of
+    # s, through a chain of views, or into the base of t's base; between the pair and its reader, or (autograd
+    # records the pair) after it; a write into s before the pair changes nothing
+    ("layout", (("linear", True), ("gelu", True), ("t = s[0]; s.mul_(0.5)", True), ("reader", True)), "F.gelu(z)", 40),
+    ("layout", (("linear", True), ("t = s[0]; s[:, 0].mul_(0.5)", True), ("gelu", True), ("reader", True)),
+     "nn.GELU()", 41),
+    ("layout", (("linear", False), ("gelu", False), ("t = s[0]; s.view(-1)[:12].add_(1.0)", False), ("reader", False)),
+     "nn.GELU('tanh')", 42),
+    ("layout", (("linear", True), ("gelu", True), ("t = s.view(4, 3, 4)[:2]; s.mul_(0.5)", True), ("reader", True)),
+     "F.gelu(z)", 43),
+    ("layout", (("linear", True), ("gelu", True), ("t = s[1].view(2, 3, 4); s[1].mul_(0.5)", True), ("reader", True)),
+     "nn.GELU()", 44),
+    ("layout", (("linear", True), ("gelu", True), ("reader", True), ("t = s[0]; s.mul_(0.5)", True)), "F.gelu(z)", 45,
+     ("x", "b")),
+    ("layout", (("linear", True), ("gelu", True), ("reader", True), ("t = s[0]; s[:, 0].mul_(0.5)", True)),
+     "nn.GELU()", 46, ("x",)),
+    ("layout", (("t = s[0]; s.mul_(0.5)", True), ("linear", True), ("gelu", True), ("reader", True)), "F.gelu(z)", 47),
+    ("layout", (("linear", True), ("gelu", True), ("reader", True), ("t = s[0]; s.mul_(0.5)", True)), "F.gelu(z)", 48),
+    ("layout", (("linear", True), ("gelu", True), ("reader", True), ("t = s[0]; s[1].mul_(0.5)", True)),
+     "nn.GELU('tanh')", 49, ("x", "b")),
+    ("layout", (("linear", True), ("gelu", True), ("reader", True), ("t = s.view(4, 3, 4)[:2]; s.mul_(0.5)", True)),
+     "F.gelu(z)", 50, ("x",)),
 )
 
 

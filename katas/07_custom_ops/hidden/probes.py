@@ -453,7 +453,22 @@ PAIR_INPUT_WRITES = {  # katas.common.strategies.PAIR_INPUT_WRITES: into w, b (z
     "b[1:].view(-1)[0:2].zero_()": lambda v: v["b"][1:].view(-1)[0:2].zero_(),
 }
 CHAINED_VIEW_WRITES = ("t[0].view(-1).mul_(0.5)", "w.t()[1:].mul_(0.5)", "b[1:].view(-1)[0:2].zero_()")
+# blind round 5: the pair's input t is itself a view of a base s = torch.stack((x, x)) (shape (2, 2, 3, 4)), made
+# as the text before "; " says, and the write (after "; ") goes into that base, a view of a view of it, or another
+# view of it that overlaps t; every one writes into t's memory. Each write kind also says how t is made.
+BASE_WRITES = {
+    "t = s[0]; s.mul_(0.5)": (lambda s: s[0], lambda v: v["s"].mul_(0.5)),
+    "t = s[0]; s[:, 0].mul_(0.5)": (lambda s: s[0], lambda v: v["s"][:, 0].mul_(0.5)),
+    "t = s[0]; s.view(-1)[:12].add_(1.0)": (lambda s: s[0], lambda v: v["s"].view(-1)[:12].add_(1.0)),
+    "t = s.view(4, 3, 4)[:2]; s.mul_(0.5)": (lambda s: s.view(4, 3, 4)[:2], lambda v: v["s"].mul_(0.5)),
+    "t = s[1].view(2, 3, 4); s[1].mul_(0.5)": (lambda s: s[1].view(2, 3, 4), lambda v: v["s"][1].mul_(0.5)),
+    # no element of t, but the same base: torch counts writes per base (one version counter), so a backward that
+    # saved t fails all the same
+    "t = s[0]; s[1].mul_(0.5)": (lambda s: s[0], lambda v: v["s"][1].mul_(0.5)),
+}
+PAIR_INPUT_WRITES.update({kind: write for kind, (_, write) in BASE_WRITES.items()})
 WRITTEN_INPUT = {kind: kind.replace("torch.transpose(", "")[0] for kind in PAIR_INPUT_WRITES}  # "t", "w" or "b"
+WRITTEN_INPUT.update({kind: "t" for kind in BASE_WRITES})
 NOT_PAIR_INPUT_WRITES = {  # katas.common.strategies.NOT_PAIR_INPUT_WRITES: no write into the pair's inputs
     "u.mul_(2.0)": lambda v: v["u"].mul_(2.0),
     "nn.ReLU()(t)": lambda v: v.__setitem__("r", v["relu"](v["t"])),
@@ -495,6 +510,7 @@ class GradLayout(nn.Module):
         kinds = {kind for kind, _ in steps}
         self.writes = any(kind in IN_PLACE_WRITES or kind in PAIR_INPUT_WRITES for kind in kinds)
         self.copies = any(WRITTEN_INPUT.get(kind) in ("w", "b") for kind in kinds)  # F.linear(t, w, b)
+        self.base = next((BASE_WRITES[kind][0] for kind in kinds if kind in BASE_WRITES), None)  # t a view of s
         self.uses_u, self.uses_relu = "u.mul_(2.0)" in kinds, "nn.ReLU()(t)" in kinds
         self.relu = nn.ReLU()
         if self.trains is not None:
@@ -534,11 +550,16 @@ class GradLayout(nn.Module):
             IN_PLACE_WRITES[kind](t)
 
     def forward(self, x):
-        if self.trains is not None:
+        values: dict = {"out": None, "relu": self.relu}
+        if self.base is not None:  # t is a view of s (blind round 5)
+            trained = self.trains is not None and "x" in self.trains
+            values["s"] = torch.stack((x, x)) if trained else torch.stack((x, x)).detach()
+            t = self.base(values["s"])
+        elif self.trains is not None:
             t = x * 1 if "x" in self.trains else x.detach().clone()
         else:
             t = x.detach().clone() if self.writes else x
-        values: dict = {"out": None, "t": t, "relu": self.relu}
+        values["t"] = t
         if self.copies:
             values["w"], values["b"] = self.fc.weight * 1, self.fc.bias * 1
         if self.uses_u:

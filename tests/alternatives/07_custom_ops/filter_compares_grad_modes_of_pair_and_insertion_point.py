@@ -128,14 +128,22 @@ def no_grad_mode_switch(match, original_graph, pattern_graph) -> bool:
     return len(modes) == 1
 
 
+def _is_view(n: torch.fx.Node) -> bool:
+    name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
+    return name in ("getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze",
+                    "squeeze", "flatten")
+
+
 def no_in_place_write(match, original_graph, pattern_graph) -> bool:
     """No node between the match's first node and its first reader writes in place into one of its inputs."""
     inputs = {n for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)}
     inner = {n for n in match.nodes_map.values() if isinstance(n, torch.fx.Node) and n not in inputs}
+    for n in list(inputs):  # an input that is a view shares its memory with what it views (its base): climb up
+        while n.args and isinstance(n.args[0], torch.fx.Node) and _is_view(n):
+            n = n.args[0]
+            inputs.add(n)
     for n in original_graph.nodes:  # a view of an input shares its memory: t[0], t.view(-1), w.t()
-        name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
-        if n.args and n.args[0] in inputs and name in ("getitem", "view", "reshape", "t", "transpose", "permute",
-                                                        "narrow", "select", "unsqueeze", "squeeze", "flatten"):
+        if n.args and n.args[0] in inputs and _is_view(n):
             inputs.add(n)
     readers = {u for r in match.returning_nodes for u in r.users}
     # autograd records the fused op (its output requires grad): it saves x, weight and bias, so a write after the

@@ -142,7 +142,8 @@ def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:
         # grad), it also saves them for backward, so a write anywhere after the Linear breaks that backward
         recorded = getattr(gelu.meta.get("example_value"), "requires_grad", True)
         end = len(order) if recorded else order[gelu]
-        if any(order[linear] < at < end and _memory_of(written) in inputs for at, written in writes):
+        memories = {_memory_of(node) for node in inputs}  # t = s[0] is s's memory: a write into s reaches t too
+        if any(order[linear] < at < end and _memory_of(written) in memories for at, written in writes):
             continue
         pairs.append((linear, gelu))
     for linear, gelu in pairs:

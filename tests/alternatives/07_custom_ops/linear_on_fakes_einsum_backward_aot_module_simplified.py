@@ -143,6 +143,12 @@ def no_in_place_write(match, original_graph, pattern_graph) -> bool:
     if any(getattr(r.meta.get("example_value"), "requires_grad", True) for r in match.returning_nodes):
         stop = len(order)  # autograd records the fused op: it saves its inputs, so a later write breaks backward
     values = [v for v in match.placeholder_nodes if isinstance(v, torch.fx.Node)]
+    for value in list(values):  # an input that is a view (t = s[0]) shares its memory with its base s, and so
+        while value.args and isinstance(value.args[0], torch.fx.Node) and (  # with every other view of s
+                value.target if value.op == "call_method" else getattr(value.target, "__name__", "")) in _VIEWS:
+            value = value.args[0]
+            if value not in values:
+                values.append(value)
     for value in values:  # grows with every view of an input (t[0], t.view(-1), w.t()): it writes there too
         for user in value.users:
             if start < order[user] < stop and _is_in_place_on(user, value):

@@ -114,8 +114,9 @@ def _no_write_until_insertion(match, graph, pattern) -> bool:
     insert_at = min(position[u] for n in match.returning_nodes for u in n.users)
     if any(getattr(n.meta.get("example_value"), "requires_grad", True) for n in match.returning_nodes):
         insert_at = len(position)  # recorded by autograd: the fused op saves x, w, b; a later write breaks backward
-    inputs = [n for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)]
-    return not any(first < position[n] < insert_at and _viewed(_in_place_target(n)) in inputs for n in graph.nodes)
+    # the memory each input shares: an input t = s[0] is s's memory, which a write into s or s[:, 0] reaches too
+    memories = {_viewed(n) for n in match.placeholder_nodes if isinstance(n, torch.fx.Node)}
+    return not any(first < position[n] < insert_at and _viewed(_in_place_target(n)) in memories for n in graph.nodes)
 
 
 def _viewed(node):
