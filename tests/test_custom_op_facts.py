@@ -361,3 +361,38 @@ def test_a_later_write_into_an_input_the_fused_op_saved_breaks_its_backward_and_
     step(fused=True, grad=False)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         step(fused=True)
+
+
+@pytest.mark.parametrize("write", ["s.mul_(0.5)", "s[:, 0].mul_(0.5)", "s.view(-1)[:12].add_(1.0)"])
+def test_a_write_into_the_tensor_an_input_views_changes_the_input(write):
+    """README 'What counts as a write into an input': with `t = s[0]`, a write into `s`, into another view of it or
+    through a chain from it writes into `t`, so a pair of `t` fused past it reads other values."""
+    torch.manual_seed(0)
+    fc = torch.nn.Linear(4, 5).requires_grad_(False)
+    x = torch.randn(2, 3, 4)
+
+    def run(fused_after_the_write: bool):
+        s = torch.stack((x, x))
+        t = s[0]
+        if not fused_after_the_write:
+            h = torch.nn.functional.gelu(fc(t))
+        eval(write, {"s": s})
+        if fused_after_the_write:
+            h = torch.nn.functional.gelu(fc(t))
+        return h
+
+    assert not torch.allclose(run(False), run(True))
+
+
+def test_a_write_into_a_part_of_the_base_the_input_does_not_hold_still_breaks_a_saved_input():
+    """README: a write into `s[1]`, which holds none of `t = s[0]`'s elements, still counts for a pair autograd
+    records: the version counter is the storage's, so a backward that saved `t` refuses to run."""
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    s = torch.stack((x, x))
+    t = s[0]
+    version = t._version
+    y = (t * t).sum()  # mul saves t
+    s[1].mul_(2.0)
+    assert t._version != version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
