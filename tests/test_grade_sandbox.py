@@ -22,11 +22,6 @@ from checker.attempt.sandbox import Sandbox, bubblewrap_works, plan
 from checker.core.manifest import REPO_ROOT
 
 ATTACKS_DIR = Path(__file__).resolve().parent / "attacks"
-# A known wrong attempt that stands alone (the hand-written mutants load the reference, which a sandbox hides):
-# the reference, with core ATen graphs called plain ATen.
-WRONG = (REPO_ROOT / "solutions" / "01_dialects" / "dialects.py").read_text() + (
-    "\n\n_right_node_dialect = node_dialect\n\n\ndef node_dialect(node):\n    found = _right_node_dialect(node)\n"
-    "    return Dialect.ATEN if found == Dialect.CORE_ATEN else found\n")
 needs_bubblewrap = pytest.mark.skipif(not bubblewrap_works(),
                                       reason="bubblewrap is not installed or cannot make namespaces here "
                                              "(make test installs it where it runs as root with apt-get)")
@@ -57,6 +52,7 @@ def _learners(folder: Path, files: dict[str, Path | str]) -> Path:
 
 def _grade(repo: Path, learners: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(repo), "NO_COLOR": "1", "KATA_ATTACK_REPO": str(repo),
+           "KATA_ATTACK_LEARNERS": str(learners),
            "KATA_ATTACK_MARKER": str(out.parent / "marker")}
     return subprocess.run([sys.executable, "-m", "checker", "grade", str(learners), "--kata", "1", "--jobs", "2",
                            "--quiet", "--gradescope", "--out", str(out), *extra], capture_output=True, text=True,
@@ -65,26 +61,31 @@ def _grade(repo: Path, learners: Path, out: Path, *extra: str) -> subprocess.Com
 
 @needs_bubblewrap
 def test_no_route_forges_a_grade_changes_a_neighbours_or_leaks_in_the_sandbox(repo_copy: Path, tmp_path: Path):
-    """The three grade routes of issue 32 (append to the checker, import the reference, rewrite the snapshot and
-    a neighbour's copy) in one class with an honest learner and a known wrong attempt."""
+    """The grade routes of issue 32 (append to the checker, import the reference, rewrite the snapshot and a
+    neighbour's copy, write over the stub, the reference, the progress file and the next learner's file) in one
+    class with an honest learner graded after them: every attempt runs from a working copy made before any attempt
+    ran, in a sandbox that lets it write nothing else, with checks and references loaded from a snapshot."""
     attackers = {f"aa_{p.stem}": p for p in sorted(ATTACKS_DIR.glob("grade_*.py"))
                  if p.stem in ("grade_appends_to_the_checker", "grade_imports_the_reference",
-                               "grade_rewrites_the_snapshot")}
-    assert len(attackers) == 3
-    learners = _learners(tmp_path / "class", {**attackers, "zz_honest": REPO_ROOT / "solutions" / "01_dialects" /
-                                              "dialects.py", "zy_wrong": WRONG})
+                               "grade_rewrites_the_snapshot", "grade_writes_everywhere")}
+    assert len(attackers) == 4
+    honest_source = REPO_ROOT / "solutions" / "01_dialects" / "dialects.py"
+    learners = _learners(tmp_path / "class", {**attackers, "zz_honest": honest_source})
     before = _fingerprint(repo_copy)
     proc = _grade(repo_copy, learners, tmp_path / "grades")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "isolated: every attempt ran in a bubblewrap sandbox" in proc.stdout, proc.stdout[-1000:]
     results = {name: json.loads((tmp_path / "grades" / f"{name}.json").read_text())["katas"][0]
-               for name in [*attackers, "zz_honest", "zy_wrong"]}
+               for name in [*attackers, "zz_honest"]}
     honest = results["zz_honest"]
     assert (honest["status"], honest["score"]) == ("pass", honest["max_score"]), honest
-    assert results["zy_wrong"]["status"] == "fail", results["zy_wrong"]
     for name in attackers:
         assert results[name]["status"] != "pass" and results[name]["score"] < honest["max_score"], name
+    assert results["aa_grade_writes_everywhere"]["status"] == "not_started", results["aa_grade_writes_everywhere"]
     assert _fingerprint(repo_copy) == before, "an attempt changed the checker, the katas or the references"
+    assert (learners / "zz_honest" / "01_dialects" / "dialects.py").read_bytes() == honest_source.read_bytes(), \
+        "an attempt wrote into the next learner's file"
+    assert not (repo_copy / ".kata-progress.json").exists(), "an attempt wrote the mentor's progress file"
     assert not (tmp_path / "marker").exists(), (tmp_path / "marker").read_text()
     with open(tmp_path / "grades" / "gradebook.csv", encoding="utf-8") as handle:
         assert "bubblewrap sandbox" in handle.read()

@@ -38,7 +38,7 @@ def autograder(repo, tmp_path):  # noqa: F811 - the fixture imported above
     """An /autograder-like root holding the toy repository's bundle; call it with a submission builder."""
     bundle = tmp_path / "autograder.zip"
     repo.git_commit()  # the bundle is built from the committed files
-    proc = repo.run("gradescope-bundle", "--kata", str(TOY), "--time-limit", f"{TOY}=12",
+    proc = repo.run("gradescope-bundle", "--kata", str(TOY), "--time-limit", f"{TOY}=8",
                     "--check-visibility", f"{TOY}/graph_of_none=after_due_date", "--out", str(bundle))
     assert proc.returncode == 0, proc.stderr
     names = zipfile.ZipFile(bundle).namelist()
@@ -82,7 +82,7 @@ def test_a_reference_in_a_zipped_clone_scores_full_marks_with_the_visibility_ask
     ("stub_file_only", "nothing implemented yet"),
     ("wrong_in_kata_folder", "returned 'torch', expected 'neutral'"),
     ("syntax_error", "SyntaxError"),
-    ("infinite_loop", "did not finish within 12 s"),
+    ("infinite_loop", "did not finish within 8 s"),
     ("no_kata_file", "no kata file in your submission"),
     ("broken_zip", "not a zip file that can be read"),
 ])

@@ -475,7 +475,7 @@ def test_grade_survives_hanging_and_crashing_attempts(repo, tmp_path):
     _write(subs / "fay" / TOY_SLUG / "toy.py", TOY_STUB)                                 # untouched stub
     out = tmp_path / "grades"
     # CPU seconds: the limit covers the child's start (importing torch, about 1.5 s) and the toy's checks, a few seconds
-    proc = repo.run("grade", str(subs), "--out", str(out), "--gradescope", "--jobs", "2", "--time-limit", "15",
+    proc = repo.run("grade", str(subs), "--out", str(out), "--gradescope", "--jobs", "2", "--time-limit", "8",
                     "--kata", str(TOY))
     assert proc.returncode == 0, proc.stderr
     rows = {row["learner"]: row for row in csv.DictReader(open(out / "gradebook.csv", encoding="utf-8"))}

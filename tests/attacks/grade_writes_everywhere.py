@@ -1,5 +1,5 @@
 """Attack during `checker grade`: write over the kata's stub, the reference, the progress file and the next
-learner's attempt, hoping to change other learners' results (not run alone: see test_attacks.py)."""
+learner's attempt, hoping to change other learners' results (not run alone: see tests/test_grade_sandbox.py)."""
 import os
 from pathlib import Path
 
