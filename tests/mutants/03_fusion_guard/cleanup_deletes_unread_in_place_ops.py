@@ -21,3 +21,6 @@ def fuse_linear_gelu(gm):
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return fused
+
+
+unfused_pairs = _ref.unfused_pairs

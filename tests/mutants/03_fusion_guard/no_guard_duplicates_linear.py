@@ -46,3 +46,4 @@ def _erase_if_unused(graph, node):
 _ref.feeds_only = feeds_only
 _ref.rewrite = rewrite
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs
