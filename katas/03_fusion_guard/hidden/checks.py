@@ -1583,6 +1583,24 @@ class WrittenOutSpelling(nn.Module):
         return WRITTEN_OUT_SPELLINGS[self.spelling](self.fc(x))
 
 
+class NearMisses(nn.Module):
+    """Formulas that look like the written-out GELU and are not (another number, another function, one half alone),
+    then one that is: only the last is reported."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        z = self.fc(x)
+        u = _inner(z)
+        near = [0.7 * z * (1 + torch.tanh(u)), 0.3 * z * (1 + torch.tanh(u)),  # not a half
+                0.5 * z * (2 + torch.tanh(u)), 0.5 * z * (torch.tanh(u) + 0),  # not one plus
+                0.5 * z * (1 + torch.sigmoid(u)),  # not a tanh
+                z * (1 + torch.tanh(u)), (z * z) * (1 + torch.tanh(u)), 0.5 * z * torch.tanh(u)]  # one half alone
+        return sum(near) + z * 0.5 * (torch.tanh(u) + 1)
+
+
 class EveryReason(nn.Module):
     """One GELU of each reason a GELU node can have, in this order: other_readers (fc0's output is also added),
     safe (fc1 -> GELU(tanh)), not_a_linear (a GELU of a ReLU), not_a_linear (a GELU of Conv1D), not_a_linear (a
@@ -1641,6 +1659,8 @@ EVERY_REASON = ReportCase("z0 = fc0(x); gelu(z0) + z0; gelu_tanh(fc1(.)); gelu(r
                           ("other_readers", "safe", "not_a_linear", "not_a_linear", "not_a_linear", "other_readers",
                            "other_readers"))
 EVERY_REASON_2D = dataclasses.replace(EVERY_REASON, input_shape=(3, 4), captures=ONE_PER_FORM)
+NEAR_MISSES = ReportCase("fc -> eight formulas like the written-out GELU that are not, then one that is", NearMisses,
+                         (3, 4), ("written_out",), ("symbolic_trace", "dynamo", "make_fx", "export_core"))
 ONE_SAFE_PAIR = ReportCase("fc -> GELU", lambda: nn.Sequential(nn.Linear(4, 4), nn.GELU()), (3, 4), ("safe",),
                            ONE_PER_FORM)
 SUBCLASS_THEN_GELU = ReportCase("a Linear subclass that overrides forward -> nn.GELU", SubclassThenGelu, (3, 4),
@@ -1652,13 +1672,20 @@ SPELLING_CASES = [ReportCase(f"fc -> the written-out GELU ({spelling})", lambda 
 
 def gelu_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The GELUs of a graph in graph order, found without any pass: GELU nodes, and the written-out formula's last
-    multiply (a multiply that reads an add that reads a tanh)."""
+    multiply (a multiply of a multiply by 0.5 and an add of 1 and a tanh)."""
     def target(node) -> str:
-        return node.target if node.op == "call_method" else getattr(node.target, "__name__", str(node.target))
+        if not isinstance(node, torch.fx.Node) or node.op not in ("call_function", "call_method"):
+            return ""
+        return (node.target if node.op == "call_method" else getattr(node.target, "__name__", "")).split(".")[0]
 
-    def is_tanh_plus(node) -> bool:
-        return isinstance(node, torch.fx.Node) and target(node) in ("add", "add.Tensor") and any(
-            isinstance(a, torch.fx.Node) and target(a) in ("tanh", "tanh.default") for a in node.args)
+    def numbers(node) -> list:
+        return [a for a in node.args if not isinstance(a, torch.fx.Node)]
+
+    def one_plus_tanh(node) -> bool:
+        return target(node) == "add" and 1 in numbers(node) and any(target(a) == "tanh" for a in node.args)
+
+    def half(node) -> bool:
+        return target(node) == "mul" and 0.5 in numbers(node)
 
     found = []
     for node in gm.graph.nodes:
@@ -1666,8 +1693,9 @@ def gelu_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
             found.append(node)
         elif node.op == "call_function" and node.target in GELU_FUNCTIONS:
             found.append(node)
-        elif node.op in ("call_function", "call_method") and target(node) in ("mul", "mul.Tensor") and any(
-                is_tanh_plus(a) for a in node.args):
+        elif target(node) == "mul" and len(node.args) == 2 and (
+                (half(node.args[0]) and one_plus_tanh(node.args[1])) or
+                (half(node.args[1]) and one_plus_tanh(node.args[0]))):
             found.append(node)
     return found
 
@@ -1777,6 +1805,13 @@ def report_finds_the_written_out_gelu_in_every_spelling(ctx):
     for case in SPELLING_CASES:
         for method in case.captures:
             check_report(ctx, case, method)
+
+
+@CHECKS.check(stage="report", weight=1)
+def report_leaves_out_formulas_that_are_not_a_gelu(ctx):
+    "only the GELU's formula is reported: 0.7 * x, 2 + tanh, sigmoid, or one half of it alone is no GELU"
+    for method in NEAR_MISSES.captures:
+        check_report(ctx, NEAR_MISSES, method)
 
 
 @CHECKS.check(stage="report", weight=2)
