@@ -1597,7 +1597,8 @@ class NearMisses(nn.Module):
         near = [0.7 * z * (1 + torch.tanh(u)), 0.3 * z * (1 + torch.tanh(u)),  # not a half
                 0.5 * z * (2 + torch.tanh(u)), 0.5 * z * (torch.tanh(u) + 0),  # not one plus
                 0.5 * z * (1 + torch.sigmoid(u)),  # not a tanh
-                z * (1 + torch.tanh(u)), (z * z) * (1 + torch.tanh(u)), 0.5 * z * torch.tanh(u)]  # one half alone
+                z * (1 + torch.tanh(u)), (z * z) * (1 + torch.tanh(u)), 0.5 * z * torch.tanh(u),  # one half alone
+                (1 + torch.tanh(u)) * z, torch.tanh(u) * (0.5 * z)]  # one half alone, the factors swapped
         return sum(near) + z * 0.5 * (torch.tanh(u) + 1)
 
 
@@ -1659,7 +1660,7 @@ EVERY_REASON = ReportCase("z0 = fc0(x); gelu(z0) + z0; gelu_tanh(fc1(.)); gelu(r
                           ("other_readers", "safe", "not_a_linear", "not_a_linear", "not_a_linear", "other_readers",
                            "other_readers"))
 EVERY_REASON_2D = dataclasses.replace(EVERY_REASON, input_shape=(3, 4), captures=ONE_PER_FORM)
-NEAR_MISSES = ReportCase("fc -> eight formulas like the written-out GELU that are not, then one that is", NearMisses,
+NEAR_MISSES = ReportCase("fc -> ten formulas like the written-out GELU that are not, then one that is", NearMisses,
                          (3, 4), ("written_out",), ("symbolic_trace", "dynamo", "make_fx", "export_core"))
 ONE_SAFE_PAIR = ReportCase("fc -> GELU", lambda: nn.Sequential(nn.Linear(4, 4), nn.GELU()), (3, 4), ("safe",),
                            ONE_PER_FORM)
