@@ -8,11 +8,7 @@ from checker.kit import load_reference
 
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
-KILLED_BY = (
-    "random_pair_programs",
-    "symbolic_batch_view_sandwich_fuses",
-    "unrelated_nodes_between_linear_and_gelu",
-)
+KILLED_BY = ("random_pair_programs", "symbolic_batch_view_sandwich_fuses", "unrelated_nodes_between_linear_and_gelu")
 
 _match_at = _ref.match_at
 

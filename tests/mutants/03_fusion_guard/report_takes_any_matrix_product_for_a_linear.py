@@ -28,7 +28,4 @@ _ref.why_not_fused = why_not_fused
 fuse_linear_gelu = _ref.fuse_linear_gelu
 unfused_pairs = _ref.unfused_pairs
 
-KILLED_BY = (
-    "report_after_a_pass_leaves_out_the_fused_pairs",
-    "report_gives_each_gelu_its_reason",
-)
+KILLED_BY = ("report_after_a_pass_leaves_out_the_fused_pairs", "report_gives_each_gelu_its_reason")

@@ -18,6 +18,4 @@ _ref.TANHS = {torch.tanh, aten.tanh.default}
 fuse_linear_gelu = _ref.fuse_linear_gelu
 unfused_pairs = _ref.unfused_pairs
 
-KILLED_BY = (
-    "report_finds_the_written_out_gelu_in_every_spelling",
-)
+KILLED_BY = ("report_finds_the_written_out_gelu_in_every_spelling",)

@@ -20,6 +20,4 @@ _ref.is_written_out_gelu = is_written_out_gelu
 fuse_linear_gelu = _ref.fuse_linear_gelu
 unfused_pairs = _ref.unfused_pairs
 
-KILLED_BY = (
-    "report_leaves_out_formulas_that_are_not_a_gelu",
-)
+KILLED_BY = ("report_leaves_out_formulas_that_are_not_a_gelu",)
