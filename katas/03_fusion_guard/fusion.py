@@ -34,3 +34,16 @@ def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
     - a second call finds nothing to fuse and returns 0.
     """
     raise NotImplementedError("fuse_linear_gelu: match, guard, rewrite, clean up — README.md, 'What a fusion pass is'")
+
+
+def unfused_pairs(gm: torch.fx.GraphModule) -> list[tuple[str, str]]:
+    """Every GELU still in `gm`, in graph order, as (node name, why it is not fused).
+
+    Contract (README.md, "What the pass leaves, and why"):
+    - a GELU is a GELU node in any dialect, or the tanh formula written out (report its last multiply);
+    - the reason is "safe" (its Linear has no other reader: a pass should have fused it), "other_readers" (the
+      Linear's output, or the view of it the GELU reads, has another reader), "not_a_linear" (it reads anything
+      else, Conv1D's untransposed addmm included) or "written_out" (the formula);
+    - a fused node is not reported; `gm` is not changed.
+    """
+    raise NotImplementedError("unfused_pairs: README.md, 'What the pass leaves, and why'")

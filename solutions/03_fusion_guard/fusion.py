@@ -30,6 +30,7 @@ reshape: the fused node takes the flattened matrix and the reshape now reads the
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -49,6 +50,11 @@ LINEAR_FUNCTIONS = {TORCH_LINEAR, aten.linear.default}
 GELU_FUNCTIONS = {TORCH_GELU, aten.gelu.default}
 # How decompositions flatten the input to a matrix and reshape the product back.
 RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
+# The spellings of the written-out GELU's steps (`0.5 * x * (1 + tanh(...))`): Python's operators, torch's
+# functions, Tensor methods (call_method nodes, by name) and the ATen ops the captures record.
+MULTIPLIES = {operator.mul, torch.mul, aten.mul.Tensor, "mul"}
+ADDS = {operator.add, torch.add, aten.add.Tensor, "add"}
+TANHS = {torch.tanh, aten.tanh.default, "tanh"}
 
 
 @dataclass(frozen=True)
@@ -239,3 +245,62 @@ def erase_if_dead(graph: torch.fx.Graph, node: Node) -> None:
     graph.erase_node(node)
     for input_node in inputs:
         erase_if_dead(graph, input_node)
+
+
+# --- the report: what the pass left, and why -----------------------------------------------------------------
+
+def unfused_pairs(gm: torch.fx.GraphModule) -> list[tuple[str, str]]:
+    """Every GELU still in `gm`, in graph order, as (node name, reason): "safe" (a pair the pass should have
+    fused), "other_readers" (the guard keeps it), "not_a_linear" (the GELU reads something else) or
+    "written_out" (the tanh formula spelled out, reported at its last multiply). Reads the graph only.
+
+    A pass that returns 0 on GPT-2 has missed nothing: its MLPs are Conv1D -> gelu_new, "written_out" here. The
+    report tells that 0 from a pass that missed every pair ("safe")."""
+    report = []
+    for node in gm.graph.nodes:
+        if is_written_out_gelu(node):
+            report.append((node.name, "written_out"))
+        elif gelu_approximate(gm, node) is not None:
+            report.append((node.name, why_not_fused(gm, node)))
+    return report
+
+
+def why_not_fused(gm: torch.fx.GraphModule, gelu: Node) -> str:
+    """The reason a GELU node is still in the graph: the match's first step failed, or its guard did."""
+    source = gelu.args[0] if gelu.args else None
+    if isinstance(source, Node) and is_reshape(source) and isinstance(source.args[0], Node):
+        source = source.args[0]
+    if not isinstance(source, Node) or linear_operands(gm, source) is None:
+        return "not_a_linear"
+    return "safe" if match_at(gm, gelu) is not None else "other_readers"
+
+
+def calls(node: Argument, spellings: set) -> bool:
+    """`node` calls one of `spellings`: a function or op, or a Tensor method by name."""
+    if not isinstance(node, Node):
+        return False
+    if node.op == "call_method":
+        return node.target in spellings
+    return node.op == "call_function" and node.target in spellings
+
+
+def is_written_out_gelu(node: Node) -> bool:
+    """The last multiply of `0.5 * x * (1 + tanh(...))`: a multiply of a multiply by 0.5 and an add of 1 to a
+    tanh, each in either order. (Its arguments are positional in every capture.)"""
+    if not calls(node, MULTIPLIES) or len(node.args) != 2:
+        return False
+    first, second = node.args
+    return (is_half(first) and is_one_plus_tanh(second)) or (is_half(second) and is_one_plus_tanh(first))
+
+
+def is_half(node: Argument) -> bool:
+    """A multiply by the number 0.5, in either order."""
+    return calls(node, MULTIPLIES) and len(node.args) == 2 and any(
+        not isinstance(a, Node) and a == 0.5 for a in node.args)
+
+
+def is_one_plus_tanh(node: Argument) -> bool:
+    if not calls(node, ADDS) or len(node.args) != 2:
+        return False
+    first, second = node.args
+    return (first == 1 and calls(second, TANHS)) or (second == 1 and calls(first, TANHS))

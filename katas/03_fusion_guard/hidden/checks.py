@@ -1518,3 +1518,310 @@ def fused_nodes_record_their_value(ctx):
     if ctx.deep:  # the learner profile reads the recorded values of every graph the other checks fuse
         fuzz(ctx, programs.recording_captures(), prop, max_examples=20,
              describe=lambda ex: f"{programs.program_text(ex[0])}\ncaptured with: {ex[1]}")
+
+
+# --- the report: unfused_pairs ------------------------------------------------------------------------------
+# Each case states, from the model's design, the reason of each of its GELUs in the order the model computes them
+# (the order of every capture's graph); the checks find those GELU nodes themselves and compare name and reason.
+
+REASONS = ("safe", "other_readers", "not_a_linear", "written_out")
+REPORT_NOTE = ("unfused_pairs reports every GELU left in the graph, in graph order, as (node name, reason): a GELU node "
+               "in any dialect, or the tanh formula written out (at its last multiply). README.md, 'What the pass "
+               "leaves, and why'.")
+
+
+def gelu_new(x):
+    """GPT-2's GELU, written out as transformers writes it (Python operators, torch.tanh, torch.pow)."""
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def _inner(x):
+    return 0.7978845608028654 * (x + 0.044715 * x * x * x)
+
+
+WRITTEN_OUT_SPELLINGS = {
+    # each: the written-out GELU in another spelling or operand order; all are "written_out"
+    "operators, x * 0.5 and tanh(u) + 1": lambda x: x * 0.5 * (torch.tanh(_inner(x)) + 1.0),
+    "operators, the outer multiply reversed": lambda x: (1 + torch.tanh(_inner(x))) * (0.5 * x),
+    "torch.mul / torch.add": lambda x: torch.mul(torch.mul(x, 0.5), torch.add(torch.tanh(_inner(x)), 1)),
+    "Tensor methods": lambda x: x.mul(0.5).mul(_inner(x).tanh().add(1.0)),
+}
+
+
+class Conv1D(nn.Module):
+    """GPT-2's Conv1D: `addmm(b, x.view(-1, in), w)` with an [in, out] weight -- no transposed weight, no Linear."""
+
+    def __init__(self, nf: int, nx: int) -> None:
+        super().__init__()
+        self.nf = nf
+        self.weight = nn.Parameter(torch.randn(nx, nf) * 0.3)
+        self.bias = nn.Parameter(torch.randn(nf) * 0.1)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(size_out)
+
+
+class GPT2LikeMLPs(nn.Module):
+    """Two GPT-2 MLP blocks: Conv1D -> gelu_new -> Conv1D, a residual around each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c_fc0, self.c_proj0, self.c_fc1, self.c_proj1 = Conv1D(8, 4), Conv1D(4, 8), Conv1D(8, 4), Conv1D(4, 8)
+
+    def forward(self, x):
+        x = x + self.c_proj0(gelu_new(self.c_fc0(x)))
+        return x + self.c_proj1(gelu_new(self.c_fc1(x)))
+
+
+class WrittenOutSpelling(nn.Module):
+    def __init__(self, spelling: str) -> None:
+        super().__init__()
+        self.spelling, self.fc = spelling, nn.Linear(4, 6)
+
+    def forward(self, x):
+        return WRITTEN_OUT_SPELLINGS[self.spelling](self.fc(x))
+
+
+class NearMisses(nn.Module):
+    """Formulas that look like the written-out GELU and are not (another number, another function, one half alone),
+    then one that is: only the last is reported."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        z = self.fc(x)
+        u = _inner(z)
+        near = [0.7 * z * (1 + torch.tanh(u)), 0.3 * z * (1 + torch.tanh(u)),  # not a half
+                0.5 * z * (2 + torch.tanh(u)), 0.5 * z * (torch.tanh(u) + 0),  # not one plus
+                0.5 * z * (1 + torch.sigmoid(u)),  # not a tanh
+                z * (1 + torch.tanh(u)), (z * z) * (1 + torch.tanh(u)), 0.5 * z * torch.tanh(u),  # one half alone
+                (1 + torch.tanh(u)) * z, torch.tanh(u) * (0.5 * z)]  # one half alone, the factors swapped
+        return sum(near) + z * 0.5 * (torch.tanh(u) + 1)
+
+
+class EveryReason(nn.Module):
+    """One GELU of each reason a GELU node can have, in this order: other_readers (fc0's output is also added),
+    safe (fc1 -> GELU(tanh)), not_a_linear (a GELU of a ReLU), not_a_linear (a GELU of Conv1D), not_a_linear (a
+    GELU of the graph's input), other_readers twice (two GELUs of fc2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc0, self.fc1, self.conv, self.fc2 = nn.Linear(4, 4), nn.Linear(4, 4), Conv1D(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x):
+        z = self.fc0(x)
+        h = F.gelu(z) + z
+        h = F.gelu(self.fc1(h), approximate="tanh")
+        h = F.gelu(torch.relu(h)) + F.gelu(self.conv(h)) + F.gelu(x)
+        z2 = self.fc2(h)
+        return F.gelu(z2) * F.gelu(z2, approximate="tanh")
+
+
+class OverridingLinear(nn.Linear):
+    """A Linear subclass that overrides forward (LoRA-like): not a Linear by the lesson's rule."""
+
+    def forward(self, x):
+        return super().forward(x) * 2.0
+
+
+class SubclassThenGelu(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.act = OverridingLinear(4, 4), nn.GELU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+@dataclass(frozen=True)
+class ReportCase:
+    title: str
+    build: Callable[[], nn.Module]
+    input_shape: tuple[int, ...]
+    reasons: tuple[str, ...]   # of each GELU, in the order the model computes them
+    captures: tuple[str, ...] = EVERY_CAPTURE
+
+    def inputs(self) -> tuple[torch.Tensor]:
+        return (torch.randn(*self.input_shape, generator=torch.Generator().manual_seed(3)),)
+
+    def model(self) -> nn.Module:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            return self.build().eval()
+
+
+GPT2_LIKE = ReportCase("two GPT-2 MLP blocks (Conv1D -> gelu_new -> Conv1D, residual)", GPT2LikeMLPs, (2, 3, 4),
+                       ("written_out", "written_out"))
+EVERY_REASON = ReportCase("z0 = fc0(x); gelu(z0) + z0; gelu_tanh(fc1(.)); gelu(relu(.)) + gelu(Conv1D(.)) + gelu(x); "
+                          "gelu(z2) * gelu_tanh(z2) with z2 = fc2(.)", EveryReason, (2, 3, 4),
+                          ("other_readers", "safe", "not_a_linear", "not_a_linear", "not_a_linear", "other_readers",
+                           "other_readers"))
+EVERY_REASON_2D = dataclasses.replace(EVERY_REASON, input_shape=(3, 4), captures=ONE_PER_FORM)
+NEAR_MISSES = ReportCase("fc -> ten formulas like the written-out GELU that are not, then one that is", NearMisses,
+                         (3, 4), ("written_out",), ("symbolic_trace", "dynamo", "make_fx", "export_core"))
+ONE_SAFE_PAIR = ReportCase("fc -> GELU", lambda: nn.Sequential(nn.Linear(4, 4), nn.GELU()), (3, 4), ("safe",),
+                           ONE_PER_FORM)
+SUBCLASS_THEN_GELU = ReportCase("a Linear subclass that overrides forward -> nn.GELU", SubclassThenGelu, (3, 4),
+                                ("not_a_linear",), ("symbolic_trace",))
+SPELLING_CASES = [ReportCase(f"fc -> the written-out GELU ({spelling})", lambda s=spelling: WrittenOutSpelling(s),
+                             (3, 4), ("written_out",), ("symbolic_trace", "dynamo", "make_fx"))
+                  for spelling in WRITTEN_OUT_SPELLINGS]
+
+
+def gelu_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The GELUs of a graph in graph order, found without any pass: GELU nodes, and the written-out formula's last
+    multiply (a multiply of a multiply by 0.5 and an add of 1 and a tanh)."""
+    def target(node) -> str:
+        if not isinstance(node, torch.fx.Node) or node.op not in ("call_function", "call_method"):
+            return ""
+        return (node.target if node.op == "call_method" else getattr(node.target, "__name__", "")).split(".")[0]
+
+    def numbers(node) -> list:
+        return [a for a in node.args if not isinstance(a, torch.fx.Node)]
+
+    def one_plus_tanh(node) -> bool:
+        return target(node) == "add" and 1 in numbers(node) and any(target(a) == "tanh" for a in node.args)
+
+    def half(node) -> bool:
+        return target(node) == "mul" and 0.5 in numbers(node)
+
+    found = []
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and isinstance(submodule(gm, node), nn.GELU):
+            found.append(node)
+        elif node.op == "call_function" and node.target in GELU_FUNCTIONS:
+            found.append(node)
+        elif target(node) == "mul" and len(node.args) == 2 and (
+                (half(node.args[0]) and one_plus_tanh(node.args[1])) or
+                (half(node.args[1]) and one_plus_tanh(node.args[0]))):
+            found.append(node)
+    return found
+
+
+def expected_report(gm: torch.fx.GraphModule, case: ReportCase) -> list[tuple[str, str]]:
+    nodes = gelu_nodes(gm)
+    assert len(nodes) == len(case.reasons), f"{case.title}: the checks found {len(nodes)} GELUs, expected " \
+                                            f"{len(case.reasons)} (a check's bug, not yours)"
+    return [(node.name, reason) for node, reason in zip(nodes, case.reasons)]
+
+
+def _report_of(ctx, gm: torch.fx.GraphModule, where: str) -> list[tuple[str, str]]:
+    """The attempt's report, as a list of (str, str) pairs, or a failure saying what came back instead."""
+    got = ctx.attempt.unfused_pairs(gm)
+    try:
+        pairs = [(str(name), str(reason)) for name, reason in got]
+    except (TypeError, ValueError):
+        raise CheckFailed(f"unfused_pairs on {where} returned {got!r}: expected a list of (node name, reason) "
+                          f"pairs. {REPORT_NOTE}") from None
+    expect(all(isinstance(name, str) and isinstance(reason, str) for name, reason in got),
+           f"unfused_pairs on {where} returned {got!r}: each entry is (node name, reason), two strings (node.name, "
+           f"not the node).")
+    unknown = sorted({reason for _, reason in pairs if reason not in REASONS})
+    expect(not unknown, f"unfused_pairs on {where} gave the reason(s) {unknown}: the reason is one of {REASONS}. "
+                        f"{REPORT_NOTE}")
+    return pairs
+
+
+def _report_message(where: str, got: list, want: list, gm: torch.fx.GraphModule) -> str:
+    missing = [entry for entry in want if entry not in got]
+    extra = [entry for entry in got if entry not in want]
+    lines = [f"unfused_pairs on {where} returned {got}, expected {want}."]
+    if missing:
+        lines.append(f"missing or with another reason: {missing}")
+    if extra:
+        lines.append(f"not expected: {extra}")
+    if not missing and not extra:
+        lines.append("the same entries in another order: report in graph order")
+    lines.append(REPORT_NOTE)
+    nodes = {node.name: node for node in gm.graph.nodes}
+    for name, reason in missing[:3]:  # each GELU the report got wrong, with what it reads and who else reads that
+        node = nodes[name]
+        source = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        read = (f"; it reads {source.name} = {short_target(gm, source)}, read by "
+                f"{', '.join(u.name for u in source.users)}") if source is not None else ""
+        lines.append(f"  {name} = {short_target(gm, node)}{read}: {reason}")
+    return "\n".join(lines)
+
+
+def check_report(ctx, case: ReportCase, method: str, *, fuse_with=None) -> None:
+    """The attempt's report on `case` captured with `method` (after `fuse_with`'s pass, if given) is exactly the
+    case's GELUs with their reasons, in graph order, and leaves the graph as it was."""
+    gm = programs.capture_any(case.model(), case.inputs(), method).gm
+    if fuse_with is not None:
+        fuse_with.fuse_linear_gelu(gm)
+    want = expected_report(gm, case) if fuse_with is None else expected_after_fusion(gm, case)
+    code = gm.code
+    where = f"the {method} graph of {case.title}" + (" after the reference's pass" if fuse_with else "")
+    got = _report_of(ctx, gm, where)
+    expect(got == want, _report_message(where, got, want, gm))
+    expect(gm.code == code, f"unfused_pairs changed {where}: it only reads the graph.")
+
+
+def expected_after_fusion(gm: torch.fx.GraphModule, case: ReportCase) -> list[tuple[str, str]]:
+    """After a correct pass the safe pairs are fused nodes (no GELUs): every other GELU keeps its reason."""
+    reasons = [reason for reason in case.reasons if reason != "safe"]
+    nodes = gelu_nodes(gm)
+    assert len(nodes) == len(reasons), f"{case.title}: {len(nodes)} GELUs left after the reference's pass"
+    return [(node.name, reason) for node, reason in zip(nodes, reasons)]
+
+
+@CHECKS.check(stage="report", weight=3)
+def report_says_why_gpt2s_mlps_are_not_fused(ctx):
+    "GPT-2's MLPs (Conv1D -> gelu_new): the pass fuses nothing, and the report says each GELU is written out"
+    for method in GPT2_LIKE.captures:
+        gm = programs.capture_any(GPT2_LIKE.model(), GPT2_LIKE.inputs(), method).gm
+        code = gm.code
+        fused = ctx.attempt.fuse_linear_gelu(gm)
+        expect(fused == 0 and gm.code == code,
+               f"fuse_linear_gelu on the {method} graph of {GPT2_LIKE.title} returned {fused!r} and "
+               f"{'changed' if gm.code != code else 'kept'} the graph: Conv1D (addmm with an untransposed weight) "
+               f"is no Linear and gelu_new is no GELU node, so there is no pair to fuse (README.md, 'out of scope').")
+        check_report(ctx, GPT2_LIKE, method)
+    if ctx.deep:  # the real model: transformers' GPT-2, tiny configuration
+        from katas.common.real_models import REAL_MODELS
+
+        entry = REAL_MODELS["gpt2"]
+        for method in ("dynamo", "export"):
+            gm = programs.capture_any(entry.build(), entry.inputs(0), method).gm
+            got = _report_of(ctx, gm, f"the {method} graph of a tiny GPT-2")
+            expect([reason for _, reason in got] == ["written_out", "written_out"],
+                   f"unfused_pairs on the {method} graph of a tiny GPT-2 (2 layers) returned {got}: expected its two "
+                   f"gelu_new, each written_out. {REPORT_NOTE}")
+
+
+@CHECKS.check(stage="report", weight=3)
+def report_gives_each_gelu_its_reason(ctx):
+    "every GELU node gets its reason: safe, other_readers (a residual, a second GELU, a view's reader), not_a_linear"
+    for case in (EVERY_REASON, EVERY_REASON_2D, SUBCLASS_THEN_GELU):
+        for method in case.captures:
+            check_report(ctx, case, method)
+
+
+@CHECKS.check(stage="report", weight=2)
+def report_finds_the_written_out_gelu_in_every_spelling(ctx):
+    "the written-out GELU in every spelling: x * 0.5 or 0.5 * x, tanh + 1 or 1 + tanh, operators, torch.mul, methods"
+    for case in SPELLING_CASES:
+        for method in case.captures:
+            check_report(ctx, case, method)
+
+
+@CHECKS.check(stage="report", weight=1)
+def report_leaves_out_formulas_that_are_not_a_gelu(ctx):
+    "only the GELU's formula is reported: 0.7 * x, 2 + tanh, sigmoid, or one half of it alone is no GELU"
+    for method in NEAR_MISSES.captures:
+        check_report(ctx, NEAR_MISSES, method)
+
+
+@CHECKS.check(stage="report", weight=2)
+def report_after_a_pass_leaves_out_the_fused_pairs(ctx):
+    "after a correct pass: fused nodes are no GELUs, every other GELU keeps its reason; no state between graphs"
+    for method in ONE_PER_FORM:
+        check_report(ctx, EVERY_REASON, method, fuse_with=ctx.reference)
+    # the same names mean other GELUs in each graph (`gelu` is other_readers in one, safe in the other), either order
+    for method in ("make_fx", "dynamo"):
+        for first, second in ((EVERY_REASON_2D, ONE_SAFE_PAIR), (ONE_SAFE_PAIR, EVERY_REASON_2D)):
+            for case in (first, second):
+                check_report(ctx, case, method)

@@ -111,3 +111,54 @@ def _has_side_effects(node) -> bool:
     name = str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", "")
     return node.is_impure() or (node.op in ("call_method", "call_function") and name.split(".")[0].endswith("_")
                                 and not name.startswith("_"))
+
+
+def _op_name(node) -> str:
+    """'mul', 'add', 'tanh', ... whatever the spelling: operator.mul, torch.mul, aten.mul.Tensor, x.mul(...)."""
+    if not isinstance(node, torch.fx.Node) or node.op not in ("call_function", "call_method"):
+        return ""
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return name.split(".")[0]
+
+
+def _formula_tails(graph) -> set:
+    """Forward from each tanh: tanh -> add(., 1) -> mul(., mul(., 0.5)), operands in either order."""
+    tails = set()
+    for tanh in graph.nodes:
+        if _op_name(tanh) != "tanh":
+            continue
+        for plus in tanh.users:
+            if _op_name(plus) != "add" or 1 not in [a for a in plus.args if a is not tanh]:
+                continue
+            for tail in plus.users:
+                others = [a for a in tail.args if a is not plus]
+                if _op_name(tail) == "mul" and len(tail.args) == 2 and len(others) == 1 and \
+                        _op_name(others[0]) == "mul" and 0.5 in [a for a in others[0].args
+                                                                 if not isinstance(a, torch.fx.Node)]:
+                    tails.add(tail)
+    return tails
+
+
+def unfused_pairs(gm: torch.fx.GraphModule) -> list:
+    """The report, walked forward from each tanh for written-out GELUs; GELU nodes judged as the matcher does."""
+    tails = _formula_tails(gm.graph)
+    report = []
+    for node in gm.graph.nodes:
+        if node in tails:
+            report.append((node.name, "written_out"))
+            continue
+        if _approximate(gm, node) is None:
+            continue
+        src = node.args[0] if node.args else None
+        view = None
+        if isinstance(src, torch.fx.Node) and src.op == "call_function" and \
+                src.target in (A.view.default, A._unsafe_view.default) and isinstance(src.args[0], torch.fx.Node):
+            view, src = src, src.args[0]
+        if not isinstance(src, torch.fx.Node) or _linear(gm, src) is None or \
+                (view is not None and src.target not in (A.addmm.default, A.mm.default)):
+            report.append((node.name, "not_a_linear"))
+        elif list(src.users) == [view or node] and (view is None or list(view.users) == [node]):
+            report.append((node.name, "safe"))
+        else:
+            report.append((node.name, "other_readers"))
+    return report

@@ -18,3 +18,4 @@ def transposed(node):
 
 _ref.transposed = transposed
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

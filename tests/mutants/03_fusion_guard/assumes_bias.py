@@ -47,3 +47,4 @@ KILLED_BY = (
 
 _ref.linear_operands = linear_operands
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

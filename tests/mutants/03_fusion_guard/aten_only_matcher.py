@@ -30,6 +30,8 @@ KILLED_BY = (
     "random_mlps_as_module_graphs",
     "random_mlps_as_torch_graphs",
     "random_pair_programs",
+    "report_after_a_pass_leaves_out_the_fused_pairs",
+    "report_gives_each_gelu_its_reason",
     "second_call_fuses_nothing",
     "shared_linear_module_keeps_working",
     "symbolic_batch_view_sandwich_fuses",
@@ -52,3 +54,4 @@ def linear_operands(gm, node):
 _ref.gelu_approximate = gelu_approximate
 _ref.linear_operands = linear_operands
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

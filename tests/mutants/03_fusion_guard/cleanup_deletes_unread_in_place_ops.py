@@ -8,10 +8,7 @@ from checker.kit import load_reference
 
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
-KILLED_BY = (
-    "linear_output_with_two_users_is_not_fused",
-    "nodes_outside_matches_untouched",
-)
+KILLED_BY = ("linear_output_with_two_users_is_not_fused", "nodes_outside_matches_untouched")
 
 _fuse = _ref.fuse_linear_gelu
 
@@ -21,3 +18,6 @@ def fuse_linear_gelu(gm):
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return fused
+
+
+unfused_pairs = _ref.unfused_pairs

@@ -22,3 +22,6 @@ def fuse_linear_gelu(gm):
                 changed = True
     gm.recompile()
     return count
+
+
+unfused_pairs = _ref.unfused_pairs

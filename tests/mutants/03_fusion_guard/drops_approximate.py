@@ -45,3 +45,4 @@ def match_at(gm, node):
 
 _ref.match_at = match_at
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

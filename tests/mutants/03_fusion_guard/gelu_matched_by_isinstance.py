@@ -9,10 +9,7 @@ from checker.kit import load_reference
 _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_gelu_approximate = _ref.gelu_approximate
 
-KILLED_BY = (
-    "gelu_subclass_fuses_only_with_gelu_forward",
-    "no_state_between_calls",
-)
+KILLED_BY = ("gelu_subclass_fuses_only_with_gelu_forward", "no_state_between_calls")
 
 
 def gelu_approximate(gm, node):
@@ -23,3 +20,4 @@ def gelu_approximate(gm, node):
 
 _ref.gelu_approximate = gelu_approximate
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

@@ -8,11 +8,7 @@ from checker.kit import load_reference
 
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
-KILLED_BY = (
-    "random_pair_programs",
-    "symbolic_batch_view_sandwich_fuses",
-    "unrelated_nodes_between_linear_and_gelu",
-)
+KILLED_BY = ("random_pair_programs", "symbolic_batch_view_sandwich_fuses", "unrelated_nodes_between_linear_and_gelu")
 
 _match_at = _ref.match_at
 
@@ -30,3 +26,4 @@ def match_at(gm, node):
 
 _ref.match_at = match_at
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

@@ -35,3 +35,4 @@ def rewrite(gm, match):
 _ref.feeds_only = feeds_only
 _ref.rewrite = rewrite
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

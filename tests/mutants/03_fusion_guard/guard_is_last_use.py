@@ -6,7 +6,12 @@ from checker.kit import load_reference
 
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
-KILLED_BY = ("linear_output_with_two_users_is_not_fused", "random_pair_programs")
+KILLED_BY = (
+    "linear_output_with_two_users_is_not_fused",
+    "random_pair_programs",
+    "report_after_a_pass_leaves_out_the_fused_pairs",
+    "report_gives_each_gelu_its_reason",
+)
 
 
 def feeds_only(node, user):
@@ -15,3 +20,4 @@ def feeds_only(node, user):
 
 _ref.feeds_only = feeds_only
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

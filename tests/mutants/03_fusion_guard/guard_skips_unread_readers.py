@@ -21,3 +21,4 @@ def feeds_only(node, user):
 
 _ref.feeds_only = feeds_only
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

@@ -9,8 +9,10 @@ _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_linear_operands = _ref.linear_operands
 
 KILLED_BY = (
-    "gelu_subclass_fuses_only_with_gelu_forward", "linear_subclass_fuses_only_with_linear_forward",
-    "module_linear_then_functional_gelu")
+    "gelu_subclass_fuses_only_with_gelu_forward",
+    "linear_subclass_fuses_only_with_linear_forward",
+    "module_linear_then_functional_gelu",
+)
 
 
 def linear_operands(gm, node):
@@ -21,3 +23,4 @@ def linear_operands(gm, node):
 
 _ref.linear_operands = linear_operands
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

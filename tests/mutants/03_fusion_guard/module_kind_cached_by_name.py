@@ -44,3 +44,4 @@ def gelu_approximate(gm, node):
 _ref.linear_operands = linear_operands
 _ref.gelu_approximate = gelu_approximate
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

@@ -9,9 +9,16 @@ from checker.kit import load_reference
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
 KILLED_BY = (
-    "linear_output_with_two_users_is_not_fused", "random_mlps_as_aten_graphs", "random_mlps_as_decomposed_graphs",
-    "random_mlps_as_module_graphs", "random_mlps_as_torch_graphs", "random_pair_programs",
-    "reshaped_product_with_two_users_is_not_fused")
+    "linear_output_with_two_users_is_not_fused",
+    "random_mlps_as_aten_graphs",
+    "random_mlps_as_decomposed_graphs",
+    "random_mlps_as_module_graphs",
+    "random_mlps_as_torch_graphs",
+    "random_pair_programs",
+    "report_after_a_pass_leaves_out_the_fused_pairs",
+    "report_gives_each_gelu_its_reason",
+    "reshaped_product_with_two_users_is_not_fused",
+)
 
 
 def feeds_only(node, user):
@@ -46,3 +53,4 @@ def _erase_if_unused(graph, node):
 _ref.feeds_only = feeds_only
 _ref.rewrite = rewrite
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs

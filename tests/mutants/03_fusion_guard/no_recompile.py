@@ -48,3 +48,6 @@ def fuse_linear_gelu(gm):
         _ref.rewrite(gm, match)
     gm.graph.lint()
     return len(matches)
+
+
+unfused_pairs = _ref.unfused_pairs

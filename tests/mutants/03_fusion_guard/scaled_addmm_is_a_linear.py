@@ -20,3 +20,4 @@ def linear_operands(gm, node):
 
 _ref.linear_operands = linear_operands
 fuse_linear_gelu = _ref.fuse_linear_gelu
+unfused_pairs = _ref.unfused_pairs
