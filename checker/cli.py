@@ -184,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "each file that differs from its text at git revision BASE only by --renames")
     mutate.add_argument("--renames", metavar="FILE", type=Path, default=None,
                         help="`old -> new` per line, applied in order")
+    mutate.add_argument("--carry-additions", metavar="BASE", default=None,
+                        help="after additions to a file a kata only depends on (another kata's reference, a module "
+                             "of katas/common; see checker/author/additions.py): take the new digest of each such "
+                             "file that differs from its text at git revision BASE only by additions the kata never "
+                             "names")
     return parser
 
 
@@ -546,6 +551,15 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     if (args.mutant or args.list) and args.number is None:
         raise UsageError("say which kata: `python -m checker mutate N --mutant ID` (or --list)")
     katas = [get_kata(args.number)] if args.number is not None else list(load_katas())
+    if args.carry_additions:
+        from checker.author.additions import AdditionsError, run_command as carry_additions
+
+        if args.carry_renames or args.renames:
+            raise UsageError("--carry-additions and --carry-renames are separate runs: one kind of change at a time")
+        try:
+            return carry_additions(katas, args.carry_additions, write=args.write)
+        except AdditionsError as exc:
+            raise UsageError(str(exc)) from None
     if args.carry_renames or args.renames:
         from checker.author.renames import RenameError, run_command as carry_renames
 

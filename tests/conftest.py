@@ -145,8 +145,11 @@ def score_both_ways(kata, attempt, launcher, **options):
 
 
 # Tests that take 10-40 s: started first, so that `-n auto` does not end with one core running a long test alone.
-SLOW_FIRST = ("test_reference_scores_full_marks", "test_grading_one_learner_changes_no_other",
-              "test_the_first_run_starts_cold", "test_grade_survives_hanging", "test_a_private_server_ends",
+SLOW_FIRST = ("test_no_route_forges_a_grade", "test_grade_survives_hanging", "test_grade_reports_hints",
+              "test_grade_feedback_never_quotes", "test_reference_scores_full_marks", "test_the_first_run_starts_cold",
+              "test_a_private_server_ends", "test_an_attempt_that_waits_is_stopped", "test_the_classroom_template",
+              "test_a_server_started_by_attempt_code", "test_each_result_reaches_the_live_report",
+              "test_every_model_builds_and_runs", "test_where_pt2e_lives_now_katas_common",
               "test_correct_alternative_scores_full_marks", "test_infinite_loop_times_out")
 
 

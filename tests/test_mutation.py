@@ -230,3 +230,60 @@ def test_a_report_is_carried_across_renames_only(tmp_path, monkeypatch):
     listing.write_text("checker.child => checker.trusted\n")
     with pytest.raises(renames.RenameError, match="renames.txt:1: expected `old -> new`"):
         renames.read_renames(listing)
+
+
+def test_a_report_is_carried_across_additions_to_a_file_it_only_depends_on(tmp_path, monkeypatch):
+    """`checker mutate --carry-additions`: another kata's file that only gained imports, undecorated functions and
+    call-free constants under new names, none of which the kata's own files reach, takes its new digest; a changed
+    statement, an addition that runs code on import or rebinds a name, a kata that reaches an added name, the kata's
+    own file, or an old text not the recorded one does not."""
+    import hashlib
+    import subprocess
+
+    from checker.author import additions
+    from checker.core.manifest import Kata
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    base = '"""A reference."""\nimport torch\n\n\ndef fuse(gm):\n    """Fuse."""\n    return 1\n'
+    grown = ('"""A reference, now with a report."""\nimport operator\nimport torch\n\nSPELLINGS = {operator.mul, "mul"}'
+             '\n\n\ndef fuse(gm):\n    """Fuse."""\n    return 1  # a comment\n\n\ndef report(gm):\n    return []\n')
+    assert additions.added_names(base.encode(), grown.encode()) == {"operator", "SPELLINGS", "report"}
+    for wrong in (grown.replace("return 1 ", "return 2 "),                        # an old statement changed
+                  base.replace("import torch\n", ""),                            # an old statement removed
+                  base + "\n\n@torch.no_grad()\ndef report(gm):\n    return []\n",  # a decorator runs on import
+                  base + "\nTABLE = dict(a=1)\n",                                # a call runs on import
+                  base + "\n\ndef report(gm, cache=dict()):\n    return []\n",  # so does a default
+                  base + "\n\ndef fuse(gm):\n    return 2\n",                     # a new fuse replaces the old
+                  base + "\ntorch.manual_seed(0)\n"):                            # a statement that runs code
+        assert additions.added_names(base.encode(), wrong.encode()) is None, wrong
+
+    assert additions.reaches("from katas.common import ref\nref.report(gm)\n", {"report"})
+    assert additions.reaches("getattr(ref, 'report')\n", {"report"})
+    assert additions.reaches("from solutions.k.ref import fuse, report\n", {"report"})
+    assert not additions.reaches("# the report says why\nreport = build()\n", {"report"})  # its own name, prose
+
+    git("init", "-q")
+    git("config", "user.email", "a@b.c")
+    git("config", "user.name", "author")
+    for folder in ("solutions/03_dep", "katas/05_user/hidden"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "solutions/03_dep/ref.py").write_text(base)
+    (tmp_path / "katas/05_user/hidden/checks.py").write_text("from solutions.dep import ref\nref.fuse(None)\n")
+    git("add", ".")
+    git("commit", "-qm", "base")
+    recorded = hashlib.sha256(base.encode()).hexdigest()
+    (tmp_path / "solutions/03_dep/ref.py").write_text(grown)
+    monkeypatch.setattr(additions, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(additions, "hand_mutants", lambda kata: [])
+    monkeypatch.setattr(additions, "alternatives", lambda kata: [])
+    monkeypatch.setattr(additions, "sha256", lambda path: hashlib.sha256(path.read_bytes()).hexdigest())
+    user = Kata(number=5, slug="05_user", title="t", module="m.py", stages=("s",), time_limit=60)
+    dep = Kata(number=3, slug="03_dep", title="t", module="ref.py", stages=("s",), time_limit=60)
+    now = hashlib.sha256(grown.encode()).hexdigest()
+    assert additions.carried_digest(user, "solutions/03_dep/ref.py", recorded, "HEAD") == now
+    assert additions.carried_digest(user, "solutions/03_dep/ref.py", "0" * 64, "HEAD") is None
+    assert additions.carried_digest(dep, "solutions/03_dep/ref.py", recorded, "HEAD") is None  # its own reference
+    (tmp_path / "katas/05_user/hidden/checks.py").write_text("from solutions.dep import ref\nref.report(None)\n")
+    assert additions.carried_digest(user, "solutions/03_dep/ref.py", recorded, "HEAD") is None  # it reaches one

@@ -8,7 +8,7 @@ import os
 import time
 
 KATA, CHECKS = 1, ("structural_nodes_are_neutral",)
-EXPECT = {"status": "timeout", "score": 0, "forks": True, "time_limit": 4, "message": "4 s of computing time"}
+EXPECT = {"status": "timeout", "score": 0, "forks": True, "time_limit": 8, "message": "8 s of computing time"}
 
 
 def _burn_elsewhere() -> None:
