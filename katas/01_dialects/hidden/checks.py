@@ -606,6 +606,47 @@ FUNCTORCH_WHY = ("torch.export records a functorch transform in forward (torch.v
                  "decide{ops}")
 
 
+FUNCTORCH_SHORT = ("(The graph is export's record of a functorch transform: its torch._functorch.predispatch calls "
+                   "are transform bookkeeping, neutral, and the aten ops beside them decide.)")
+SIZE_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
+
+
+def _recorded_kind(recorded: object) -> str:
+    if recorded is None:
+        return "no value (None)"
+    if isinstance(recorded, (tuple, list)):
+        return f"a {type(recorded).__name__} of {len(recorded)} values"
+    if isinstance(recorded, torch.Tensor):
+        return "a tensor"
+    return f"a {type(recorded).__name__}"
+
+
+def node_rule(node: torch.fx.Node) -> str:
+    """The lesson's row for one node, as the cause a failing message leads with: what the node records and what the
+    rule says for it (the check gives the expected answer)."""
+    if node.op != "call_function":
+        return f"a {node.op} node"
+    target, meta = node.target, node.meta
+    key = "val" if "val" in meta else "example_value" if "example_value" in meta else None
+    recorded = meta[key] if key else None
+    records = f"it records {_recorded_kind(recorded)} (meta[{key!r}])" if key else "it records no value"
+    if isinstance(recorded, SIZE_TYPES):
+        return f"{records}: a size, so it is shape arithmetic, neutral whatever its target"
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        space = target.namespace if isinstance(target, torch._ops.OpOverload) else \
+            target._qualified_op_name.split("::")[0]
+        if space not in ("aten", "prims"):
+            return f"{target} is a custom op (namespace {space!r}, not aten or prims): neutral"
+        if isinstance(target, torch._ops.OpOverloadPacket):
+            return f"{target} is a packet (no overload chosen): torch-level"
+        core = torch.Tag.core in target.tags
+        return (f"{records}, and that is not a size, so {target} is an aten overload like any other: aten-level, and "
+                f"{'core' if core else 'not core'} because torch.Tag.core is {'' if core else 'not '}in its tags")
+    if getattr(target, "__module__", None) == "torch._functorch.predispatch":
+        return "it calls a function of torch._functorch.predispatch: transform bookkeeping, neutral"
+    return f"{records}, not a size"
+
+
 @CHECKS.check(stage="aten", weight=2)
 def functorch_bookkeeping_is_neutral(ctx):
     "export of torch.vmap, torch.func.jvp or create_block_mask in forward: torch._functorch.predispatch calls are neutral"
@@ -629,8 +670,13 @@ def functorch_bookkeeping_is_neutral(ctx):
                 continue
             for node in graph_module.graph.nodes:
                 want = value(ctx.reference.node_dialect(node))
-                expect_answer(answers["nodes"][f"{path}/{node.name}" if path else node.name], want,
-                              f"node_dialect({node_text(node)})", f"{why}.\n{described}", gm)
+                got = answers["nodes"][f"{path}/{node.name}" if path else node.name]
+                if got == want:
+                    continue
+                bookkeeping = getattr(node.target, "__module__", None) == "torch._functorch.predispatch"
+                # lead with this node's own rule; the bookkeeping story only in full when the node is bookkeeping
+                reason = f"{node_rule(node)}. {why if bookkeeping else FUNCTORCH_SHORT}"
+                expect_answer(got, want, f"node_dialect({node_text(node)})", f"{reason}\n{described}", gm)
         expect_answer(answers["graph"], expected, "detect_dialect on the graph described below",
                       f"{why}.\n{described}", gm)
         expect_answer(answers["again"], expected, "detect_dialect asked a second time about the same graph object",
@@ -852,7 +898,10 @@ def answers_for_the_graph_as_it_is_now(ctx):
                       nested_after)
 
 
-def _expect_graph_untouched(answers: dict, how: str, also: str = "") -> None:
+VALUE_KEYS = ("val", "example_value", "tensor_meta")  # what the captures record a node's value under
+
+
+def _expect_graph_untouched(answers: dict, how: str, also: str = "", who: str = "detect_dialect") -> None:
     """`answers` from probes.probe_unread_nodes / probe_retargeted: the module's state (probes.graph_snapshot)
     before and after the call, and (probe_retargeted) what gm(x) computed before and after it."""
     before, after = answers["before"], answers["after"]
@@ -870,14 +919,24 @@ def _expect_graph_untouched(answers: dict, how: str, also: str = "") -> None:
         advice.append("Meta: node.meta and gm.meta belong to the graph too: passes downstream read 'val', "
                       "'stack_trace' and 'nn_module_stack' from it, so add, remove or replace no key, not even a note "
                       "of your own")
+    value_keys = [change for change in changes if any(f"meta[{key!r}]" in change for key in VALUE_KEYS)]
+    if value_keys:
+        held = answers.get("keys_before", {})
+        shown_held = "; ".join(f"{label.split(': ', 1)[-1]} held {keys}" for label, keys in list(held.items())[:2])
+        advice.append("Each capture records a node's value under its own key: Dynamo (torch.compile, "
+                      "torch._dynamo.export) under 'example_value' and no 'val'; export, make_fx and aot_autograd "
+                      "under 'val' (and 'tensor_meta'); symbolic_trace under none (FakeTensorProp adds 'val'). Read whichever key is there; do "
+                      "not copy one into the other or fill in a missing one: a pass downstream takes a 'val' to mean "
+                      "that export or make_fx recorded it"
+                      + (f" (before your call, {shown_held})" if shown_held else ""))
     if code or ran:
         advice.append("Code: gm.code and the forward the caller runs change only when the caller recompiles "
                       "(recompile() makes a new forward even when the code comes out the same, and setting gm.graph recompiles): "
                       "a pass halfway through has retargeted nodes without recompiling yet, and after your call gm(x) "
                       "must compute what it computed before" + (" — here it does not" if ran else ""))
     raise CheckFailed(
-        f"detect_dialect changed the module it was asked about ({how}): {shown or 'what gm(x) computes'}. "
-        f"detect_dialect only reads: the graph belongs to the caller, who may be halfway through a pass, and it must "
+        f"{who} changed the module it was asked about ({how}): {shown or 'what gm(x) computes'}. "
+        f"{who} only reads: the graph belongs to the caller, who may be halfway through a pass, and it must "
         f"find everything as it left it: the nodes of the graph and its subgraphs, their meta, the module's "
         f"attributes and submodules, its code. Do not run eliminate_dead_code(), recompile(), lint or any pass on it, "
         f"nor on its subgraphs, and set nothing on them" + "".join(f". {line}" for line in advice)
@@ -917,6 +976,24 @@ def unread_nodes_count_and_the_graph_is_left_alone(ctx):
         how = (f"make_fx of {NESTED_HOW}, after a pass rewrote the aten.t nodes of both false branches in place into "
                f"aten.permute without recompiling them yet")
         _expect_graph_untouched(ctx.probe(probes.probe_retargeted, "subgraph"), how)
+    # every capture the lesson teaches, subgraphs of higher-order ops included: each records its own meta keys
+    for answers in ctx.probe(probes.probe_left_alone, probes.left_alone_cases(ctx.deep)):
+        if answers["before"] or answers["after"]:
+            body, sizes, method, dynamic = answers["case"]
+            how = (f"{LEFT_ALONE_CAPTURE_TEXT.get(method, method)}{' with a symbolic batch size' if dynamic else ''} "
+                   f"of h = {programs.describe_body(_tuple_body(body))}; return h{programs.describe_sizes(sizes)} "
+                   f"(b = x.shape[0]), "
+                   f"after node_dialect was asked of every node (subgraphs too) and detect_dialect of the graph")
+            _expect_graph_untouched(answers, how, who="node_dialect or detect_dialect")
+
+
+LEFT_ALONE_CAPTURE_TEXT = {"symbolic_trace_values": "symbolic_trace then FakeTensorProp (which adds meta['val'])",
+                           "dynamo_export": "torch._dynamo.export"}
+
+
+def _tuple_body(body) -> tuple:
+    """A program body that came back from the worker with its tuples as lists."""
+    return tuple(_tuple_body(part) if isinstance(part, (list, tuple)) else part for part in body)
 
 
 # --- stage: fuzz -----------------------------------------------------------------------------------------

@@ -168,6 +168,7 @@ def graph_snapshot(gm: torch.fx.GraphModule) -> dict[str, str]:
         for node in module.graph.nodes:
             state[f"{where}: node {node.name!r}"] = (f"{node.op} {node.target} args={node.args!r} "
                                                      f"kwargs={node.kwargs!r} type={node.type!r}")
+            state[f"{where}: node {node.name!r}: its meta dict (node.meta itself)"] = str(id(node.meta))
             for key, meta_value in node.meta.items():
                 state[f"{where}: node {node.name!r}: meta[{key!r}]"] = _token(meta_value)
     return state
@@ -214,6 +215,62 @@ def probe_unread_nodes(attempt: ModuleType, case: str) -> dict:
     before = graph_snapshot(gm)
     got = answer(lambda: attempt.detect_dialect(gm))
     return {"graph": got, "before": before, "after": graph_snapshot(gm)}
+
+
+# Every capture the lesson teaches, each of a program with a higher-order op where the capture keeps one (the
+# subgraphs' nodes carry the capture's meta too), and a size (a node whose recorded value is an int): the meta
+# conventions differ per capture (symbolic_trace: none; Dynamo and torch._dynamo.export: "example_value" and no
+# "val"; make_fx, export, aot_autograd: "val" and "tensor_meta"; symbolic_trace then FakeTensorProp: "val").
+# Derived from programs.PROGRAM_CAPTURES, so a capture added to the program generator is covered here too.
+LEFT_ALONE_BODIES = {"symbolic_trace": ("no_grad", ("linear",)), "symbolic_trace_values": ("wrap", ("linear",))}
+LEFT_ALONE_BODY = ("cond", ("linear",), ("seq", ("core",), ("chunk",)))
+
+
+def left_alone_cases(deep: bool) -> list[tuple]:
+    """(body, sizes, method, dynamic) for every capture of programs.PROGRAM_CAPTURES; deep adds the symbolic-batch
+    captures (SymInt values in meta)."""
+    captures = _programs().PROGRAM_CAPTURES
+    cases = [(LEFT_ALONE_BODIES.get(method, LEFT_ALONE_BODY), "int", method, False) for method in captures]
+    if deep:
+        cases += [(LEFT_ALONE_BODY, "int", method, True) for method in ("dynamo", "dynamo_export", "aot_autograd")]
+    return cases
+
+
+def _meta_keys(gm: torch.fx.GraphModule) -> dict[str, list[str]]:
+    """Each node's meta keys, by the label graph_snapshot gives the node ("`path`: node 'name'")."""
+    keys = {}
+    for path, module in gm.named_modules(remove_duplicate=False):
+        if isinstance(module, torch.fx.GraphModule):
+            where = f"`{path}`" if path else "the root module"
+            for node in module.graph.nodes:
+                keys[f"{where}: node {node.name!r}"] = sorted(map(str, node.meta))
+    return keys
+
+
+def probe_left_alone(attempt: ModuleType, cases: list[tuple]) -> list[dict]:
+    """For each case of `left_alone_cases`: the graph programs.capture_program builds, node_dialect asked of every
+    node (root and subgraphs) and then detect_dialect, and what that changed in the module: the entries of
+    graph_snapshot that differ before and after (empty when it was left as found), and the meta keys the changed
+    nodes held before the call. Stops at the first case with a change."""
+    found = []
+    for body, sizes, method, dynamic in cases:
+        gm = _programs().capture_program(body, sizes, method, dynamic)
+        before, keys = graph_snapshot(gm), _meta_keys(gm)
+        for graph_module in [m for m in gm.modules() if isinstance(m, torch.fx.GraphModule)]:
+            for node in list(graph_module.graph.nodes):
+                answer(lambda: attempt.node_dialect(node))
+        answer(lambda: attempt.detect_dialect(gm))
+        after = graph_snapshot(gm)
+        changed = [what for what in list(before) + [what for what in after if what not in before]
+                   if before.get(what) != after.get(what)]  # in the snapshot's order: root first, node by node
+        nodes = dict.fromkeys(what.split(": meta[", 1)[0].split(": its meta dict", 1)[0] for what in changed)
+        found.append({"case": [body, sizes, method, dynamic],
+                      "before": {what: before[what] for what in changed if what in before},
+                      "after": {what: after[what] for what in changed if what in after},
+                      "keys_before": {label: keys[label] for label in nodes if label in keys}})
+        if changed:
+            break
+    return found
 
 
 def probe_functorch(attempt: ModuleType, case: str, method: str) -> dict:

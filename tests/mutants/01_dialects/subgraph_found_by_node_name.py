@@ -7,7 +7,7 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
-KILLED_BY = ("control_flow_and_no_grad_graphs_are_aten",)
+KILLED_BY = ("control_flow_and_no_grad_graphs_are_aten", "unread_nodes_count_and_the_graph_is_left_alone")
 
 
 def graph_nodes(gm):
