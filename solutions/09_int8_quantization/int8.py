@@ -1,7 +1,8 @@
 """Kata 9 reference: a Quantizer for the int8 NPU, the PT2E flow, and lowering dq -> op -> q patterns to int8 ops."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import copy
+from typing import Callable, Iterable, Sequence
 
 import torch
 import torch.fx
@@ -54,15 +55,25 @@ def _fusable_relu(linear: torch.fx.Node) -> torch.fx.Node | None:
     return None
 
 
-class NPUQuantizer(Quantizer):
-    """Annotates exactly what the NPU's int8 unit runs: linear (with the relu after it) and add of two tensors."""
+def _is_layer(node: torch.fx.Node) -> bool:
+    """A pattern the Quantizer annotates: a linear, or an add of two tensors (in place or not)."""
+    return _calls(node, aten.linear.default) or (
+        _calls_any(node, TENSOR_ADDS) and all(isinstance(a, torch.fx.Node) for a in node.args[:2]))
 
-    def __init__(self, per_channel: bool = True) -> None:
+
+class NPUQuantizer(Quantizer):
+    """Annotates exactly what the NPU's int8 unit runs: linear (with the relu after it) and add of two tensors,
+    except the layers named in `keep_float` (node names of the exported graph), which it leaves float."""
+
+    def __init__(self, per_channel: bool = True, keep_float: Iterable[str] = ()) -> None:
         super().__init__()
         self.weight_spec = WEIGHT_PER_CHANNEL if per_channel else WEIGHT_PER_TENSOR
+        self.keep_float = frozenset(keep_float)
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         for node in model.graph.nodes:
+            if node.name in self.keep_float:
+                continue  # a kept linear's riding relu is annotated only with its linear: it stays float too
             if _calls(node, aten.linear.default):
                 self._annotate_linear(node)
             elif _calls_any(node, TENSOR_ADDS) and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
@@ -93,17 +104,26 @@ class NPUQuantizer(Quantizer):
 
 # --- 2. export, prepare, calibrate, convert --------------------------------------------------------------------
 
-def quantize_for_npu(model: torch.nn.Module, example_inputs: tuple, calibration_batches: Iterable[tuple],
-                     *, per_channel: bool = True) -> torch.fx.GraphModule:
-    """The model quantized for the NPU: exported with a dynamic batch, observed on every calibration batch,
-    converted to a graph of quantize/dequantize patterns."""
+def _export(model: torch.nn.Module, example_inputs: tuple) -> torch.fx.GraphModule:
     dynamic = tuple({0: torch.export.Dim.AUTO} for _ in example_inputs)
-    exported = torch.export.export(model.eval(), tuple(example_inputs), dynamic_shapes=dynamic)
-    prepared = prepare_pt2e(exported.module(), NPUQuantizer(per_channel=per_channel))
+    return torch.export.export(model.eval(), tuple(example_inputs), dynamic_shapes=dynamic).module()
+
+
+def _convert(exported: torch.fx.GraphModule, calibration_batches: Iterable[tuple], *, per_channel: bool = True,
+             keep_float: Iterable[str] = ()) -> torch.fx.GraphModule:
+    prepared = prepare_pt2e(exported, NPUQuantizer(per_channel=per_channel, keep_float=keep_float))
     with torch.no_grad():
         for batch in calibration_batches:
             prepared(*batch)
     return convert_pt2e(prepared)
+
+
+def quantize_for_npu(model: torch.nn.Module, example_inputs: tuple, calibration_batches: Iterable[tuple],
+                     *, per_channel: bool = True, keep_float: Iterable[str] = ()) -> torch.fx.GraphModule:
+    """The model quantized for the NPU: exported with a dynamic batch, observed on every calibration batch,
+    converted to a graph of quantize/dequantize patterns; the layers named in `keep_float` stay float."""
+    return _convert(_export(model, example_inputs), calibration_batches, per_channel=per_channel,
+                    keep_float=keep_float)
 
 
 # --- 3. lowering -----------------------------------------------------------------------------------------------
@@ -216,3 +236,69 @@ def sqnr(reference: torch.Tensor, actual: torch.Tensor) -> float:
     if noise == 0:
         return float("inf")
     return float(10 * torch.log10(reference.pow(2).sum() / noise))
+
+
+# --- 5. sensitivity: which layers stay float ---------------------------------------------------------------------
+
+BAR_DB = 20.0  # the kata's bar: the quantized model's SQNR against eager
+
+def _leaves(value) -> list[torch.Tensor]:
+    return [v for v in torch.utils._pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]  # noqa: SLF001
+
+
+def _sqnr_over(model: torch.nn.Module, quantized: torch.fx.GraphModule, batches: Sequence[tuple]) -> float:
+    """SQNR of every output of every batch at once: the outputs flattened and concatenated."""
+    references, actuals = [], []
+    with torch.no_grad():
+        for batch in batches:
+            references += [t.reshape(-1) for t in _leaves(model(*batch))]
+            actuals += [t.reshape(-1) for t in _leaves(quantized(*batch))]
+    return sqnr(torch.cat([t.double() for t in references]), torch.cat([t.double() for t in actuals]))
+
+
+def _sensitivity(model: torch.nn.Module, exported: torch.fx.GraphModule,
+                 batches: Sequence[tuple]) -> list[tuple[str, float]]:
+    layers = [node.name for node in exported.graph.nodes if _is_layer(node)]
+    return [(name, _sqnr_over(model, _convert(copy.deepcopy(exported), batches,
+                                              keep_float=[other for other in layers if other != name]), batches))
+            for name in layers]
+
+
+def layer_sensitivity(model: torch.nn.Module, example_inputs: tuple,
+                      calibration_batches: Iterable[tuple]) -> list[tuple[str, float]]:
+    """(layer, SQNR in dB) for every layer the Quantizer annotates, in graph order: the model quantized with that
+    layer alone (every other layer kept float), calibrated and measured on every calibration batch."""
+    batches = [tuple(batch) for batch in calibration_batches]  # read once, used once per layer
+    model.eval()
+    return _sensitivity(model, _export(model, example_inputs), batches)
+
+
+def choose_float_layers(sensitivity: Sequence[tuple[str, float]], model_sqnr: Callable[[list[str]], float],
+                        bar: float = BAR_DB) -> list[str]:
+    """The fewest layers to keep float: rank the layers by their own SQNR, lowest first (equal ones in the order
+    given), and return the shortest start of that ranking, the empty one first, with which the model reaches
+    `bar` (model_sqnr(kept) >= bar); every layer if none does."""
+    ranking = [name for name, _ in sorted(sensitivity, key=lambda pair: pair[1])]  # a stable sort: ties keep order
+    for count in range(len(ranking) + 1):
+        if model_sqnr(ranking[:count]) >= bar:
+            return ranking[:count]
+    return ranking
+
+
+def quantize_with_sensitivity(model: torch.nn.Module, example_inputs: tuple, calibration_batches: Iterable[tuple],
+                              bar: float = BAR_DB) -> tuple[torch.fx.GraphModule, list[str]]:
+    """The sensitivity step, then quantization: (the model quantized with the layers choose_float_layers picks kept
+    float, those layers)."""
+    batches = [tuple(batch) for batch in calibration_batches]
+    model.eval()
+    exported = _export(model, example_inputs)
+    made: dict[tuple[str, ...], torch.fx.GraphModule] = {}
+
+    def model_sqnr(kept: list[str]) -> float:
+        made[tuple(kept)] = _convert(copy.deepcopy(exported), batches, keep_float=kept)
+        return _sqnr_over(model, made[tuple(kept)], batches)
+
+    kept = choose_float_layers(_sensitivity(model, exported, batches), model_sqnr, bar)
+    if tuple(kept) not in made:
+        made[tuple(kept)] = _convert(copy.deepcopy(exported), batches, keep_float=kept)
+    return made[tuple(kept)], kept

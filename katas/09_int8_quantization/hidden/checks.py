@@ -48,6 +48,10 @@ def model_text(recipe) -> str:
         return f"`{recipe}` ({ZOO[recipe].text})"
     if probes.is_program(recipe):
         return "the model\n" + probes.describe_program(recipe) + "\n"
+    if probes.is_chain(recipe):
+        return "the model\n" + probes.describe_chain(recipe) + "\n"
+    if probes.is_real(recipe):
+        return f"transformers' {recipe[1]} (katas/common/real_models.py)"
     return describe(recipe)
 
 
@@ -641,7 +645,7 @@ def expect_runs(recipe, seen: dict) -> None:
 
 
 def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what: str,
-                    given: list[dict] | None = None) -> None:
+                    given: list[dict] | None = None, runs: int | None = None) -> None:
     """The graph holds `linears` int8_linear and `adds` int8_add nodes, and running it launched exactly those.
     `given`, the quantized graph the lowering was given, lets the message name the ops taken or left wrongly."""
     got = (count(nodes, probes.INT8_LINEAR), count(nodes, probes.INT8_ADD))
@@ -653,7 +657,7 @@ def expect_launches(recipe, nodes: list[dict], linears: int, adds: int, *, what:
     expect(not refused, f"the NPU refused {len(refused)} of the int8 ops in {what} of {model_text(recipe)}; the "
                         f"first: {refused[0] if refused else ''}. README.md, 'What the int8 unit runs'.")
     ran = DEVICE.stats.ops_run
-    runs = len(probes.EVAL_BATCHES)
+    runs = len(probes.EVAL_BATCHES) if runs is None else runs
     stale = (ran["int8_linear"], ran["int8_add"]) == (0, 0) and linears + adds > 0
     expect((ran["int8_linear"], ran["int8_add"]) == (linears * runs, adds * runs),
            f"running {what} of {model_text(recipe)} {runs} times launched {ran['int8_linear']} int8_linear and "
@@ -1111,3 +1115,364 @@ def random_mlps_run_int8_on_the_npu(ctx):
 
     fuzz(ctx, int8_programs(), prop, describe=lambda program: model_text(program) + "  (inputs: randn * 3, any batch)",
          max_examples=max(4, ctx.max_examples // 3))
+
+
+# --- the sensitivity step -------------------------------------------------------------------------------------
+# One layer can take a whole model under the bar. The rule the lesson states (README.md, 'When one layer ruins the
+# model'): a layer's sensitivity is the model's SQNR with that layer alone quantized, over every calibration batch;
+# keep float the shortest start of the ranking (lowest SQNR first, ties in graph order) with which the model reaches
+# the bar. The choice is a function of plain data (choose_float_layers), checked on tables drawn along every axis of
+# the rule; the measurement and the quantization on chains built with a layer whose outlier channels round everything
+# else away (probes.SENSITIVITY_MODELS), judged against the attempt's own quantize_for_npu; MobileNetV2 in the deep
+# profile.
+
+SENSITIVITY_BAR = QUANTIZED_MIN_SQNR
+
+
+def rule_choice(pairs: list, table: dict, bar: float | None) -> list[str]:
+    """The lesson's rule on plain data: the checks' own, not the reference's. `bar` None: the default, 20 dB."""
+    bar = SENSITIVITY_BAR if bar is None else bar
+    ranking = [name for name, _ in sorted(pairs, key=lambda pair: pair[1])]
+    for kept in range(len(ranking) + 1):
+        if table["base"] + sum(table["gains"][name] for name in ranking[:kept]) >= bar:
+            return ranking[:kept]
+    return ranking
+
+
+def _table_text(pairs: list, table: dict, bar: float | None) -> str:
+    bar_text = "left out (its default, 20)" if bar is None else f"{bar:g}"
+    bar = SENSITIVITY_BAR if bar is None else bar
+    ranking = [name for name, _ in sorted(pairs, key=lambda pair: pair[1])]
+    lines = [f"  sensitivity = {[(n, v) for n, v in pairs]!r}",
+             f"  model_sqnr(kept) = {table['base']:g} + the sum over the kept layers of {table['gains']!r}",
+             f"  bar = {bar_text}", "  the ranking's starts measure: " + ", ".join(
+                 f"{ranking[:k]!r} -> {table['base'] + sum(table['gains'][n] for n in ranking[:k]):g} dB"
+                 for k in range(len(ranking) + 1))]
+    return "\n".join(lines)
+
+
+def _choice_problem(pairs: list, table: dict, bar: float | None, got, want: list[str]) -> str:
+    text = _table_text(pairs, table, bar)
+    bar = SENSITIVITY_BAR if bar is None else bar
+    if isinstance(got, str):
+        return f"choose_float_layers raised {got} on\n{text}\nREADME.md, 'When one layer ruins the model'."
+    why = ""
+    ranking = [name for name, _ in sorted(pairs, key=lambda pair: pair[1])]
+    if set(got) == set(want) and got != want:
+        why = " The right layers, in another order: return them as the ranking has them, the worst first."
+    elif not want and got:
+        why = (" The model reaches the bar with nothing kept float (the empty start of the ranking comes first): "
+               "keep nothing float then.")
+    elif len(got) == len(want) and sorted(v for n, v in pairs if n in got) == sorted(v for n, v in pairs
+                                                                                       if n in want):
+        why = (" Your layers have the same SQNRs as the right ones: equal SQNRs rank in the order the list gives "
+               "them (graph order), not by name or the other way round. A stable sort on the SQNR alone does it.")
+    elif (got == ranking[:len(got)] and len(got) > len(want)
+          and table["base"] + sum(table["gains"][n] for n in got) >= bar):
+        why = (f" Your start reaches the bar too, but {want!r} is a shorter one that does: the model's SQNR does not "
+               f"always rise as layers stay float (here it falls, then rises), so a search that assumes it does "
+               f"(bisection, or stopping where it falls) misses the first start. Try each start, shortest first.")
+    elif got and all(v < bar for n, v in pairs if n in got) and all(v >= bar for n, v in pairs if n not in got):
+        why = (" You kept every layer whose own SQNR is under the bar: the rule keeps the fewest, the worst first, "
+               "until the MODEL reaches the bar; a layer under the bar alone may not be needed, and layers above it "
+               "alone may add up to a model under it.")
+    return (f"choose_float_layers returned {got!r}; the rule keeps {want!r}, on\n{text}\n"
+            f"Rank the layers by their own SQNR, lowest first; try the empty start of that ranking, then its first "
+            f"layer, its first two, ...; return the first start with which model_sqnr(kept) >= bar (every layer if "
+            f"none). model_sqnr need not rise as more layers stay float: try every start in order.{why} README.md, "
+            f"'When one layer ruins the model'.")
+
+
+INF = math.inf
+# (sensitivity, model_sqnr table, bar): one per axis of the rule
+CHOICE_CASES = (
+    # the model already reaches the bar: nothing float
+    ([("linear", 12.0), ("add", 30.0)], {"base": 25.0, "gains": {"linear": 8.0, "add": 1.0}}, 20.0),
+    # one layer; the worst first, in the middle, last in graph order; a Linear or an add
+    ([("linear", 4.0), ("linear_1", 31.0), ("add", 28.0)], {"base": 9.0, "gains": {"linear": 14.0, "linear_1": 1.0,
+                                                                                  "add": 1.0}}, 20.0),
+    ([("linear", 33.0), ("add", 6.5), ("linear_1", 29.0)], {"base": 9.0, "gains": {"linear": 1.0, "add": 14.0,
+                                                                                  "linear_1": 1.0}}, 20.0),
+    ([("linear", 33.0), ("linear_1", 29.0), ("add", 36.0), ("linear_2", 3.0)],
+     {"base": 7.0, "gains": {"linear": 1.0, "linear_1": 1.0, "add": 0.5, "linear_2": 20.0}}, 20.0),
+    # several: three of five, the last one needed the least bad
+    ([("add", 9.0), ("linear", 30.0), ("add_1", 11.5), ("linear_1", 14.0), ("linear_2", 40.0)],
+     {"base": 6.0, "gains": {"add": 5.0, "linear": 0.5, "add_1": 5.0, "linear_1": 5.0, "linear_2": 0.0}}, 20.0),
+    # a tie at the cut: equal SQNRs keep graph order (names that sort the other way)
+    ([("linear_2", 10.0), ("add", 10.0), ("linear_10", 30.0)],
+     {"base": 12.0, "gains": {"linear_2": 9.0, "add": 9.0, "linear_10": 0.0}}, 20.0),
+    ([("linear", 35.0), ("add_1", 8.0), ("add", 8.0), ("linear_1", 8.0)],
+     {"base": 5.0, "gains": {"linear": 0.0, "add_1": 8.0, "add": 8.0, "linear_1": 8.0}}, 20.0),
+    # model_sqnr falls when the worst stays float, then rises: the first start that reaches the bar
+    ([("add", 5.0), ("add_1", 8.0), ("linear", 30.0)], {"base": 15.0, "gains": {"add": -1.0, "add_1": 8.0,
+                                                                               "linear": 0.0}}, 20.0),
+    # the bar reached with the worst alone, lost with two, reached again with three: the first start, by trying each
+    ([("linear", 4.0), ("add", 6.0), ("linear_1", 9.0), ("add_1", 30.0)],
+     {"base": 15.0, "gains": {"linear": 6.0, "add": -3.0, "linear_1": 5.0, "add_1": 0.0}}, 20.0),
+    # a layer under the bar alone that is not needed; layers above it alone that add up to a model under it
+    ([("linear", 12.0), ("linear_1", 15.0), ("linear_2", 30.0)],
+     {"base": 14.0, "gains": {"linear": 8.0, "linear_1": 3.0, "linear_2": 0.0}}, 20.0),
+    ([("linear", 25.0), ("add", 22.0), ("linear_1", 30.0)],
+     {"base": 18.0, "gains": {"linear": 1.0, "add": 3.0, "linear_1": 0.5}}, 20.0),
+    # no start short of every layer reaches the bar
+    ([("linear", 10.0), ("add", 12.0)], {"base": 10.0, "gains": {"linear": 0.0, "add": 0.0}}, 20.0),
+    # a layer that changes nothing when quantized (inf) ranks last; another bar
+    ([("linear", INF), ("add", 3.0)], {"base": 5.0, "gains": {"linear": 0.0, "add": 20.0}}, 20.0),
+    ([("linear", 21.0), ("linear_1", 26.0), ("add", 24.0)],
+     {"base": 22.0, "gains": {"linear": 4.0, "linear_1": 2.0, "add": 5.0}}, 30.0),
+    # exactly at the bar counts as reaching it; the bar left out is 20 dB
+    ([("linear", 12.0), ("add", 30.0)], {"base": 20.0, "gains": {"linear": 8.0, "add": 1.0}}, 20.0),
+    ([("add", 6.0), ("linear", 9.0), ("add_1", 40.0)],
+     {"base": 19.5, "gains": {"add": 0.5, "linear": 0.5, "add_1": 0.0}}, None),
+)
+
+CHOICE_NAMES = ("linear", "linear_1", "linear_2", "linear_10", "add", "add_1", "add_2", "add_11")
+
+
+def sensitivity_tables():
+    """(sensitivity, model_sqnr table, bar) drawn along every axis of the rule: 1 to 6 layers named as export names
+    them (in an order that is not alphabetical), SQNRs from a small set (ties; inf), gains that may be negative
+    (model_sqnr need not rise), a base under or over the bar, the bar 20 dB or another."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw(pick):
+        names = pick(st.permutations(CHOICE_NAMES))[:pick(st.integers(1, 6))]
+        values = st.sampled_from([3.0, 8.5, 8.5, 14.0, 19.5, 20.0, 25.0, 40.0, INF])
+        gains = st.sampled_from([-3.0, 0.0, 1.5, 4.0, 9.0, 15.0])
+        pairs = [(name, pick(values)) for name in names]
+        table = {"base": pick(st.sampled_from([5.0, 12.0, 19.0, 20.0, 24.0])),
+                 "gains": {name: pick(gains) for name in names}}
+        return pairs, table, pick(st.sampled_from([20.0, 20.0, 30.0]))
+
+    return draw()
+
+
+@CHECKS.check(stage="sensitivity", weight=2)
+def choose_float_layers_keeps_the_fewest_worst_layers(ctx):
+    "choose_float_layers: the shortest start of the ranking (lowest SQNR first, ties in graph order) that reaches the bar"
+    answers = ctx.probe(probes.chosen, list(CHOICE_CASES))
+    for (pairs, table, bar), got in zip(CHOICE_CASES, answers):
+        want = rule_choice(pairs, table, bar)
+        expect(got == want, _choice_problem(pairs, table, bar, got, want))
+
+    def prop(case) -> None:
+        pairs, table, bar = case
+        got = ctx.probe(probes.chosen, [case])[0]
+        want = rule_choice(pairs, table, bar)
+        expect(got == want, _choice_problem(pairs, table, bar, got, want))
+
+    fuzz(ctx, sensitivity_tables(), prop, describe=lambda case: _table_text(*case),
+         max_examples=max(6, ctx.max_examples))
+
+
+def pooled_sqnr(references: list, outputs: list) -> float:
+    """SQNR of every output of every batch at once (flattened and concatenated), in float64."""
+    signal = noise = 0.0
+    for reference, output in zip(references, outputs):
+        for a, b in zip(_leaves(reference), _leaves(output)):
+            a, b = a.double(), b.double().reshape(a.shape)
+            signal += float(a.pow(2).sum())
+            noise += float((a - b).pow(2).sum())
+    if noise == 0:
+        return math.inf
+    return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
+
+
+def eager_on(recipe, batches: list) -> list:
+    model = probes.sensitivity_build(recipe)
+    with torch.no_grad():
+        return [model(*batch) for batch in batches]
+
+
+def _failed_run(outputs: list, what: str, recipe) -> None:
+    for out in outputs:
+        if isinstance(out, str):
+            raise CheckFailed(f"{what} of {model_text(recipe)} failed on a calibration batch:\n  {out[:500]}")
+
+
+PLAN_TEXT = {"all 3x": "8 batches of 3 * randn", "the 8x batch first": "8 batches of randn, the first 8 * randn",
+             "the 8x batch last": "8 batches of randn, the last 8 * randn"}
+SENSITIVITY_CASES = (("last_two", "the 8x batch last"), ("middle_add", "all 3x"))
+SENSITIVITY_DEEP = (("first_linear", "the 8x batch first"), ("none", "all 3x"), ("relu_between", "the 8x batch last"))
+
+
+@CHECKS.check(stage="sensitivity", weight=2)
+def layer_sensitivity_quantizes_each_layer_alone(ctx):
+    "layer_sensitivity: every layer the Quantizer annotates, in graph order, with the model's SQNR when it alone is quantized"
+    for name, plan in SENSITIVITY_CASES + (SENSITIVITY_DEEP if ctx.deep else ()):
+        recipe = probes.SENSITIVITY_MODELS[name]
+        seen = ctx.probe(probes.sensitivity, recipe, plan)
+        got, layers = seen["sensitivity"], probes.chain_layers(recipe)
+        where = f"layer_sensitivity on {model_text(recipe)}(calibration: {PLAN_TEXT[plan]})"
+        expect(not isinstance(got, str), f"{where} returned {got}, not a list of (layer name, SQNR in dB) pairs. "
+                                         f"README.md, 'When one layer ruins the model'.")
+        expect([n for n, _ in got] == layers,
+               f"{where} named the layers {[n for n, _ in got]!r}; the layers NPUQuantizer annotates are "
+               f"{layers!r}: every linear and every add of two tensors, once each, in graph order, by the names of "
+               f"their nodes in the exported graph (ep.module()). README.md, 'When one layer ruins the model'.")
+        batches = probes.sensitivity_calibration(recipe, plan)
+        references = eager_on(recipe, batches)
+        for layer, value in got:
+            outputs = seen["alone"][layer]
+            _failed_run(outputs, f"your quantize_for_npu with every layer but {layer} kept float", recipe)
+            want = pooled_sqnr(references, outputs)
+            agree = value == want if math.isinf(want) else abs(value - want) <= SQNR_TOLERANCE_DB
+            expect(agree,
+                   f"{where} gave layer {layer} {value:.2f} dB. Your quantize_for_npu with every OTHER layer kept "
+                   f"float (keep_float={[n for n in layers if n != layer]!r}), calibrated on those 8 batches, is "
+                   f"{want:.2f} dB from the float model over all 8 of them (their outputs flattened and "
+                   f"concatenated, the powers summed over every batch). A layer's sensitivity is what it costs "
+                   f"alone: quantize that layer only, calibrate on every batch, and measure on every batch, not on "
+                   f"one; the batches may come as a generator, so keep them in a list to use them again. "
+                   f"README.md, 'When one layer ruins the model'.")
+        sensitive = set(probes.chain_sensitive(recipe))
+        for layer, value in got:
+            expect((value < SENSITIVITY_BAR) == (layer in sensitive),
+                   f"{where} gave layer {layer} {value:.2f} dB: "
+                   + ("that layer's output has channels far below zero (see the model), so quantized alone it "
+                      "rounds everything else away and the model falls under 20 dB."
+                      if layer in sensitive else
+                      "that layer has no outlier channels; quantized alone, it keeps the model above 20 dB. Are "
+                      "the other layers still quantized when you measure it?")
+                   + " README.md, 'When one layer ruins the model'.")
+
+
+def _kept_nodes_float(recipe, keep, annotations: list[dict] | None, nodes: list[dict], what: str) -> None:
+    """Each kept layer is unannotated (its riding relu too), present in the graph as its float op, reading a float
+    weight; every other layer is annotated."""
+    layers = probes.chain_layers(recipe) if probes.is_chain(recipe) else None
+    if annotations is not None:
+        by_name = {n["name"]: n for n in annotations}
+        for layer in layers:
+            node = by_name[layer]
+            riders = [by_name[u] for u in node["users"] if by_name.get(u, {}).get("target") in RELU_TARGETS]
+            if layer in keep:
+                marked = [n["name"] for n in [node] + (riders if len(node["users"]) == 1 else []) if n["annotated"]]
+                expect(not marked,
+                       f"NPUQuantizer(keep_float={list(keep)!r}).annotate on {model_text(recipe)} annotated "
+                       f"{', '.join(marked)}. A layer kept float carries no annotation: not its inputs, not its "
+                       f"weight, not its output, and not the relu that would ride on it (the int8 linear applies "
+                       f"that relu; a float linear does not). README.md, 'When one layer ruins the model'.")
+            else:
+                expect(node["annotated"],
+                       f"NPUQuantizer(keep_float={list(keep)!r}).annotate on {model_text(recipe)} left {layer} "
+                       f"unannotated; only the layers named in keep_float stay float, every other one is annotated "
+                       f"as in Step 1. README.md, 'When one layer ruins the model'.")
+    by_name = {n["name"]: n for n in nodes}
+    for layer in keep:
+        node = by_name.get(layer)
+        expect(node is not None and node["target"] in ("aten.linear.default", *ADD_TARGETS),
+               f"{what} of {model_text(recipe)} has no float node {layer} left: kept float, it stays in the graph "
+               f"as its aten op and runs on the CPU: {ops_text(nodes)}. README.md, 'When one layer ruins the "
+               f"model'.")
+        if node["target"] == "aten.linear.default":
+            weight = by_name.get(node["args"][1]) if isinstance(node["args"][1], str) else None
+            expect(weight is None or not weight["target"].startswith(QDQ_PREFIX),
+                   f"{layer} in {what} of {model_text(recipe)} reads its weight through {weight and weight['name']} "
+                   f"({weight and ops_text([weight])}): a layer kept float has a float weight, not an int8 one "
+                   f"dequantized. README.md, 'When one layer ruins the model'.")
+
+
+def _layer_counts(recipe, keep) -> tuple[int, int]:
+    layers = [n for n in probes.chain_layers(recipe) if n not in keep]
+    return sum(n.startswith("linear") for n in layers), sum(n.startswith("add") for n in layers)
+
+
+@CHECKS.check(stage="sensitivity", weight=2)
+def kept_float_layers_stay_float_and_the_rest_run_int8(ctx):
+    "quantize_for_npu(keep_float=...): the named layers stay float on the CPU, their neighbours still run int8 on the NPU"
+    for name, keep in probes.KEEP_FLOAT_CASES:
+        recipe = probes.SENSITIVITY_MODELS[name]
+        DEVICE.reset()
+        seen = ctx.probe(probes.kept_float, recipe, keep)
+        quantized = f"your quantize_for_npu(keep_float={list(keep)!r})"
+        what = f"{quantized} then lower_to_npu_int8"
+        expect(seen["type"] == "GraphModule", f"{what} returned a {seen['type']}, not a GraphModule.")
+        _kept_nodes_float(recipe, keep, seen["annotations"], seen["quantized_nodes"], what=f"the graph of {quantized}")
+        expect_runs(recipe, seen)
+        linears, adds = _layer_counts(recipe, keep)
+        expect_launches(recipe, seen["nodes"], linears, adds, what=f"the graph of {what}",
+                        given=seen["quantized_nodes"],  # run on the evaluation and the calibration batches
+                        runs=len(probes.EVAL_BATCHES) + len(probes.sensitivity_calibration(recipe)))
+        _kept_nodes_float(recipe, keep, None, seen["nodes"], what=f"the graph of {what}")
+        _failed_run(seen["calibration_outputs"], f"the graph of {quantized}", recipe)
+        _failed_run(seen["lowered_calibration_outputs"], f"the graph of {what}", recipe)
+        lowered = pooled_sqnr(seen["calibration_outputs"], seen["lowered_calibration_outputs"])
+        expect(lowered >= LOWERED_MIN_SQNR,
+               f"the graph of {what} on {model_text(recipe)} is {lowered:.1f} dB from the graph your quantize_for_npu "
+               f"made, over the calibration batches; the same int8 arithmetic should keep {LOWERED_MIN_SQNR:.0f} dB. "
+               f"README.md, 'Step 3'.")
+        if set(probes.chain_sensitive(recipe)) <= set(keep):
+            _failed_run(seen["calibration_outputs"], f"the graph of {quantized}", recipe)
+            value = pooled_sqnr(eager_on(recipe, probes.sensitivity_calibration(recipe)), seen["calibration_outputs"])
+            expect(value >= SENSITIVITY_BAR,
+                   f"the graph of {quantized} on {model_text(recipe)} is {value:.1f} dB from the float model over its "
+                   f"calibration batches; with the layers whose outliers round the rest away kept float, the others "
+                   f"quantize well: at least {SENSITIVITY_BAR:.0f} dB. README.md, 'When one layer ruins the model'.")
+
+
+WITH_SENSITIVITY = ("last_two", "none")
+WITH_SENSITIVITY_DEEP = ("first_linear", "middle_add")
+REAL_SENSITIVITY_DEEP = ("mobilenet",)
+
+
+def real_layers(recipe) -> list[str]:
+    """The layers of a real model's exported graph: its linear nodes and its adds of two tensors, in graph order."""
+    graph = probes.spec_exported_chain(recipe).graph
+    return [n.name for n in graph.nodes if n.op == "call_function" and (
+        n.target is torch.ops.aten.linear.default or (n.target in (torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor)
+                                                      and all(isinstance(a, torch.fx.Node) for a in n.args[:2])))]
+
+
+@CHECKS.check(stage="sensitivity", weight=2)
+def quantize_with_sensitivity_reaches_the_bar(ctx):
+    "quantize_with_sensitivity: the fewest worst layers kept float, the model at or above 20 dB, the rest int8 on the NPU"
+    recipes = [probes.SENSITIVITY_MODELS[n] for n in WITH_SENSITIVITY + (WITH_SENSITIVITY_DEEP if ctx.deep else ())]
+    recipes += [probes.real_recipe(n) for n in (REAL_SENSITIVITY_DEEP if ctx.deep else ())]
+    for recipe in recipes:
+        DEVICE.reset()
+        seen = ctx.probe(probes.with_sensitivity, recipe)
+        what = "your quantize_with_sensitivity"
+        expect(seen["type"] == "GraphModule", f"{what} (then lower_to_npu_int8) returned a {seen['type']}, not a "
+                                              f"(GraphModule, list of layer names) pair. README.md, 'When one layer "
+                                              f"ruins the model'.")
+        kept = seen["kept"]
+        if probes.is_chain(recipe):
+            want = probes.chain_sensitive(recipe)
+            expect(kept == want,
+                   f"{what} kept {kept!r} float on {model_text(recipe)}; the rule keeps {want!r}: "
+                   + ("the model quantized whole already reaches 20 dB, so nothing stays float."
+                      if not want else
+                      "the layers whose outlier channels round the rest away, the worst first, and no more: with "
+                      "fewer the model stays under 20 dB, and every other layer quantizes well.")
+                   + " README.md, 'When one layer ruins the model'.")
+            _kept_nodes_float(recipe, kept, None, seen["quantized_nodes"], what=f"the graph of {what}")
+            linears, adds = _layer_counts(recipe, kept)
+        else:
+            layers = real_layers(recipe)
+            expect(set(kept) <= set(layers),
+                   f"{what} on {model_text(recipe)} kept {kept!r} float; its layers are {layers!r} (the linear and "
+                   f"add nodes of the exported graph). README.md, 'When one layer ruins the model'.")
+            _kept_nodes_float(recipe, kept, None, seen["quantized_nodes"], what=f"the graph of {what}")
+            linears = sum(n.startswith("linear") for n in layers if n not in kept)
+            adds = sum(n.startswith("add") for n in layers if n not in kept)
+        got = (count(seen["nodes"], probes.INT8_LINEAR), count(seen["nodes"], probes.INT8_ADD))
+        expect(got == (linears, adds),
+               f"{what}'s graph of {model_text(recipe)}, lowered, holds {got[0]} int8_linear and {got[1]} int8_add; "
+               f"with {kept!r} kept float, the other layers are {linears} linear(s) and {adds} add(s), each one "
+               f"int8 op on the NPU. README.md, 'When one layer ruins the model'.")
+        batches = probes.sensitivity_calibration(recipe)
+        references = eager_on(recipe, batches)
+        for key, label in (("quantized_outputs", "your quantized graph"), ("outputs", "the lowered graph")):
+            _failed_run(seen[key], label, recipe)
+        value = pooled_sqnr(references, seen["quantized_outputs"])
+        expect(value >= SENSITIVITY_BAR,
+               f"{what} on {model_text(recipe)} kept {kept!r} float, and its graph is {value:.1f} dB from the float "
+               f"model over the calibration batches, under the bar of {SENSITIVITY_BAR:.0f} dB: keep the worst "
+               f"layers float until the model reaches the bar. README.md, 'When one layer ruins the model'.")
+        lowered = pooled_sqnr(seen["quantized_outputs"], seen["outputs"])
+        expect(lowered >= LOWERED_MIN_SQNR,
+               f"{what}'s graph of {model_text(recipe)}, lowered by your lower_to_npu_int8, is {lowered:.1f} dB from "
+               f"the graph it was given: the same int8 arithmetic should keep {LOWERED_MIN_SQNR:.0f} dB. README.md, "
+               f"'Step 3'.")

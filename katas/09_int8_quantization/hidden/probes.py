@@ -209,6 +209,8 @@ def build(recipe: str | MLPSpec | tuple, seed: int = 0) -> nn.Module:
     `train`: what the caller of quantize_for_npu hands over; eager answers and the spec's graphs use eval)."""
     if isinstance(recipe, MLPSpec):
         return build_mlp(recipe)
+    if is_chain(recipe) or is_real(recipe):
+        return sensitivity_build(recipe)
     if is_program(recipe):
         return (OneInputProgram if recipe[1] == 1 else TwoInputProgram)(recipe).eval()
     with torch.random.fork_rng():
@@ -218,6 +220,8 @@ def build(recipe: str | MLPSpec | tuple, seed: int = 0) -> nn.Module:
 
 
 def in_features(recipe: str | MLPSpec | tuple) -> int:
+    if is_chain(recipe):
+        return CHAIN_WIDTH
     if is_program(recipe):
         return recipe[2]
     return recipe.in_features if isinstance(recipe, MLPSpec) else IN_FEATURES
@@ -225,6 +229,8 @@ def in_features(recipe: str | MLPSpec | tuple) -> int:
 
 def inputs_of(recipe: str | MLPSpec | tuple) -> int:
     """How many inputs the model takes."""
+    if is_chain(recipe):
+        return 1
     if is_program(recipe):
         return recipe[1]
     return 1 if isinstance(recipe, MLPSpec) else ZOO[recipe].inputs
@@ -926,3 +932,271 @@ def sqnr_of(attempt: ModuleType, pairs: list[tuple[torch.Tensor, torch.Tensor]])
         except Exception as exc:  # noqa: BLE001 - the check reports it
             values.append(f"{type(exc).__name__}: {str(exc)[:200]}")
     return values
+
+
+# --- the sensitivity step (stage "sensitivity") ------------------------------------------------------------
+
+CHAIN_WIDTH = 16
+CHAIN_KINDS = ("linear", "linear_relu", "linear_shift", "offset")
+
+
+def is_chain(recipe: Any) -> bool:
+    return isinstance(recipe, tuple) and recipe[:1] == ("chain",)
+
+
+def chain(kinds: tuple[str, ...], outliers: dict[int, float] | None = None, seed: int = 3) -> tuple:
+    """A chain recipe: block k is `kinds[k]`; `outliers` gives the blocks whose output has two channels at -value
+    (the layer that rounds everything else away), and the value."""
+    return ("chain", tuple(kinds), tuple(sorted((outliers or {}).items())), seed)
+
+
+class Chain(nn.Module):
+    """h = x, then one block per kind:
+      "linear"       h = gelu(fc_k(h))              one layer: the linear
+      "linear_relu"  h = relu(fc_k(h))              one layer: the linear and the relu riding on it
+      "linear_shift" h = gelu(fc_k(h) + 0.5)        one layer: the linear (the add of a number is no layer)
+      "offset"       h = gelu(h + offset_k)         one layer: the add of a learned offset (a position embedding)
+    A block with an outlier has two output channels far below zero before its GELU (a linear's weight rows 0 and
+    bias -value there; an offset of -value there): units that never fire. GELU makes them 0 again, so the model's
+    output does not see them; one int8 scale per tensor over [-value, max] does, and rounds the other channels to a
+    few codes."""
+
+    def __init__(self, recipe: tuple) -> None:
+        super().__init__()
+        _, self.kinds, outliers, seed = recipe
+        outliers = dict(outliers)
+        generator = torch.Generator().manual_seed(seed)
+        width = CHAIN_WIDTH
+        for k, kind in enumerate(self.kinds):
+            if kind == "offset":
+                offset = torch.randn(width, generator=generator) * 0.3
+                if k in outliers:
+                    offset[:2] = -outliers[k]
+                setattr(self, f"offset{k}", nn.Parameter(offset))
+                continue
+            fc = nn.Linear(width, width)
+            with torch.no_grad():
+                fc.weight.copy_(torch.randn(width, width, generator=generator) / width ** 0.5)
+                fc.bias.copy_(torch.randn(width, generator=generator) * 0.1)
+                if k in outliers:
+                    fc.weight[:2] = 0.0
+                    fc.bias[:2] = -outliers[k]
+            setattr(self, f"fc{k}", fc)
+
+    def forward(self, x):
+        h = x
+        for k, kind in enumerate(self.kinds):
+            if kind == "offset":
+                h = F.gelu(h + getattr(self, f"offset{k}"))
+            elif kind == "linear_relu":
+                h = F.relu(getattr(self, f"fc{k}")(h))
+            elif kind == "linear_shift":
+                h = F.gelu(getattr(self, f"fc{k}")(h) + 0.5)
+            else:
+                h = F.gelu(getattr(self, f"fc{k}")(h))
+        return h
+
+
+def chain_layers(recipe: tuple) -> list[str]:
+    """The layers of a chain as the exported graph names them, in graph order: linear, linear_1, ..., add, ..."""
+    names, counts = [], {"linear": 0, "add": 0}
+    for kind in recipe[1]:
+        op = "add" if kind == "offset" else "linear"
+        names.append(op if counts[op] == 0 else f"{op}_{counts[op]}")
+        counts[op] += 1
+        if kind == "linear_shift":  # its `+ 0.5` is an add node too, of a number: not a layer
+            counts["add"] += 1
+    return names
+
+
+def chain_sensitive(recipe: tuple) -> list[str]:
+    """The layers of a chain built with outlier channels, the widest outliers (the worst layer) first: what the
+    sensitivity step keeps float on these models (each such layer alone takes the model under 20 dB)."""
+    layers = chain_layers(recipe)
+    return [layers[k] for k, _ in sorted(recipe[2], key=lambda pair: -pair[1])]
+
+
+def describe_chain(recipe: tuple) -> str:
+    _, kinds, outliers, seed = recipe
+    outliers = dict(outliers)
+    layers = chain_layers(recipe)
+    lines = [f"forward(x), x of shape (batch, {CHAIN_WIDTH}), weight seed {seed}:"]
+    for k, kind in enumerate(kinds):
+        tail = (f"   # layer {layers[k]}: output channels 0 and 1 at -{outliers[k]:g} (units that never fire; "
+                f"the GELU zeroes them)" if k in outliers else f"   # layer {layers[k]}")
+        body = {"linear": f"F.gelu(fc{k}(h))", "linear_relu": f"F.relu(fc{k}(h))",
+                "linear_shift": f"F.gelu(fc{k}(h) + 0.5)", "offset": f"F.gelu(h + offset{k})"}[kind]
+        lines.append(f"  h = {body}{tail}")
+    lines.append("  return h")
+    return "\n".join(lines)
+
+
+# The learner profile's models: which layer rounds the rest away (the first, a middle one, the last two; a Linear
+# or an add), and how many must stay float (none, one, two).
+SENSITIVITY_MODELS = {
+    "first_linear": chain(("linear", "linear", "linear", "linear"), {0: 3000.0}),
+    "middle_add": chain(("linear_shift", "offset", "linear_relu", "offset"), {1: 3000.0}),
+    "last_two": chain(("linear_relu", "linear", "offset", "linear"), {2: 1000.0, 3: 300.0}),
+    "none": chain(("linear", "offset", "linear_relu"), {}),
+}
+# keep_float sets the structure check quantizes with: (model, kept layers).
+KEEP_FLOAT_CASES = (
+    ("first_linear", ("linear",)),
+    ("middle_add", ("add_1",)),
+    ("relu_between", ("linear_1",)),
+    ("last_two", ("add", "linear_2")),
+    ("none", ()),
+)
+SENSITIVITY_MODELS["relu_between"] = chain(("linear_relu", "linear_relu", "linear"), {})
+
+
+def real_recipe(name: str) -> tuple:
+    return ("real", name)
+
+
+def is_real(recipe: Any) -> bool:
+    return isinstance(recipe, tuple) and recipe[:1] == ("real",)
+
+
+def sensitivity_example(recipe: tuple) -> tuple[torch.Tensor, ...]:
+    if is_real(recipe):
+        from katas.common.real_models import REAL_MODELS
+        return REAL_MODELS[recipe[1]].inputs(0)
+    return example(recipe)
+
+
+def sensitivity_calibration(recipe: tuple, plan: str = "all 3x") -> list[tuple[torch.Tensor, ...]]:
+    """A chain's calibration batches (CALIBRATION_PLANS), or a real model's four (its first shape, seeds 0-3)."""
+    if is_real(recipe):
+        from katas.common.real_models import REAL_MODELS
+        return [REAL_MODELS[recipe[1]].inputs(0, seed=s) for s in range(4)]
+    return calibration(recipe, CALIBRATION_PLANS[plan])
+
+
+def sensitivity_build(recipe: tuple) -> nn.Module:
+    if is_real(recipe):
+        from katas.common.real_models import REAL_MODELS
+        return REAL_MODELS[recipe[1]].build()
+    return Chain(recipe).eval()
+
+
+def _outputs_on(module: Callable, batches: list[tuple]) -> list[Any]:
+    outputs = []
+    with torch.no_grad():
+        for batch in batches:
+            try:
+                outputs.append(module(*batch))
+            except Exception as exc:  # noqa: BLE001 - the check reports it
+                outputs.append(f"{type(exc).__name__}: {str(exc).strip()[:500]}")
+    return outputs
+
+
+def _pairs(value: Any) -> Any:
+    """A layer_sensitivity answer as plain data: a list of [name, float], or the type's name when it is not one."""
+    try:
+        return [[str(name), float(db)] for name, db in value]
+    except Exception:  # noqa: BLE001 - the check reports what came back
+        return f"{type(value).__name__}: {str(value)[:200]}"
+
+
+def sensitivity(attempt: ModuleType, recipe: tuple, plan: str = "all 3x") -> dict:
+    """layer_sensitivity(model, example, calibration batches as a generator), then, to judge its numbers, the
+    attempt's quantize_for_npu with every other layer kept float, one run per layer it named: the outputs on the
+    calibration batches."""
+    with quiet():
+        got = _pairs(attempt.layer_sensitivity(sensitivity_build(recipe), sensitivity_example(recipe),
+                                               (b for b in sensitivity_calibration(recipe, plan))))
+    alone: dict[str, Any] = {}
+    names = [name for name, _ in got] if isinstance(got, list) else []
+    for name in dict.fromkeys(names):
+        with quiet():
+            quantized = attempt.quantize_for_npu(sensitivity_build(recipe), sensitivity_example(recipe),
+                                                 (b for b in sensitivity_calibration(recipe, plan)),
+                                                 keep_float=[other for other in names if other != name])
+        alone[name] = _outputs_on(quantized, sensitivity_calibration(recipe, plan))
+    return {"sensitivity": got, "alone": alone}
+
+
+def kept_float(attempt: ModuleType, recipe: tuple, keep: tuple[str, ...]) -> dict:
+    """NPUQuantizer(keep_float=keep).annotate on the exported graph; quantize_for_npu(..., keep_float=keep), then
+    lower_to_npu_int8: the annotations, both graphs' nodes, and outputs on the evaluation batches."""
+    gm = spec_exported_chain(recipe)
+    with quiet():
+        attempt.NPUQuantizer(keep_float=list(keep)).annotate(gm)
+    annotations = describe_annotations(gm)
+    with quiet():
+        converted = attempt.quantize_for_npu(sensitivity_build(recipe), sensitivity_example(recipe),
+                                             (b for b in sensitivity_calibration(recipe)), keep_float=list(keep))
+    if not isinstance(converted, torch.fx.GraphModule):
+        return {"type": type(converted).__name__, "annotations": annotations}
+    quantized_nodes, quantized_outputs = describe_quantized(converted), run(converted, recipe)
+    calibration_outputs = _outputs_on(converted, sensitivity_calibration(recipe))
+    with quiet():
+        result = attempt.lower_to_npu_int8(converted)
+    if not isinstance(result, torch.fx.GraphModule):
+        return {"type": type(result).__name__, "annotations": annotations}
+    return {"type": "GraphModule", "annotations": annotations, "quantized_nodes": quantized_nodes,
+            "quantized_outputs": quantized_outputs, "calibration_outputs": calibration_outputs,
+            "nodes": describe_quantized(result), "outputs": run(result, recipe),
+            "lowered_calibration_outputs": _outputs_on(result, sensitivity_calibration(recipe))}
+
+
+def with_sensitivity(attempt: ModuleType, recipe: tuple) -> dict:
+    """quantize_with_sensitivity(model, example, calibration batches as a generator), then lower_to_npu_int8: the
+    layers it kept float, the graph's nodes before and after lowering, outputs on the calibration batches."""
+    batches = sensitivity_calibration(recipe)
+    with quiet():
+        answer = attempt.quantize_with_sensitivity(sensitivity_build(recipe), sensitivity_example(recipe),
+                                                   (b for b in batches))
+    if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], torch.fx.GraphModule)):
+        return {"type": type(answer).__name__}
+    converted, kept = answer
+    kept = [str(name) for name in kept]
+    quantized_nodes, quantized_outputs = describe_quantized(converted), _outputs_on(converted, batches)
+    with quiet():
+        result = attempt.lower_to_npu_int8(converted)
+    if not isinstance(result, torch.fx.GraphModule):
+        return {"type": type(result).__name__}
+    return {"type": "GraphModule", "kept": kept, "quantized_nodes": quantized_nodes,
+            "quantized_outputs": quantized_outputs, "nodes": describe_quantized(result),
+            "outputs": _outputs_on(result, batches)}
+
+
+def chosen(attempt: ModuleType, cases: list[tuple[list, dict, float]]) -> list[Any]:
+    """choose_float_layers(sensitivity, model_sqnr, bar) on plain data: model_sqnr(kept) is
+    base + the sum of gains[name] over the kept layers (a gain may be negative: keeping a layer float can lower the
+    model's SQNR, as on MobileNetV2). Each answer as a list of names, or the error's text."""
+    answers = []
+    for pairs, table, bar in cases:
+        def model_sqnr(kept, table=table) -> float:
+            kept = list(kept)
+            unknown = [name for name in kept if name not in table["gains"]]
+            if unknown:
+                raise KeyError(f"model_sqnr was given {unknown!r}, which are not layers of the sensitivity list")
+            return table["base"] + sum(table["gains"][name] for name in set(kept))
+        try:
+            if bar is None:  # the default bar: 20 dB
+                answer = attempt.choose_float_layers([tuple(p) for p in pairs], model_sqnr)
+            else:
+                answer = attempt.choose_float_layers([tuple(p) for p in pairs], model_sqnr, bar)
+            answers.append([str(name) for name in answer])
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the check reports it
+            answers.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+    return answers
+
+
+_CHAIN_EXPORTS: dict[Any, torch.fx.GraphModule] = {}
+
+
+def spec_exported_chain(recipe: tuple) -> torch.fx.GraphModule:
+    """A chain (or real model) exported with a dynamic batch, as `ep.module()`: a copy each call."""
+    if recipe not in _CHAIN_EXPORTS:
+        with quiet():
+            exported = torch.export.export(sensitivity_build(recipe), sensitivity_example(recipe),
+                                           dynamic_shapes=({0: torch.export.Dim.AUTO},))
+        _CHAIN_EXPORTS[recipe] = exported.module()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return copy.deepcopy(_CHAIN_EXPORTS[recipe])

@@ -7,6 +7,8 @@ the lesson alone, with in-place relu_/add_ added when the lesson made them patte
 - lower: anchored at each int8 quantize_per_tensor and walked backwards (q <- [relu <-] linear, q <- add); every
   guard is checked and every pattern collected before any is rewritten.
 - sqnr: 20 * log10 of the ratio of norms, in float64.
+- The sensitivity step goes through quantize_for_npu for every measurement (an export each), takes one sqnr
+  of all outputs concatenated, and grows the kept list one layer at a time from the empty one.
 """
 from __future__ import annotations
 
@@ -55,9 +57,13 @@ def _sole_relu(node: torch.fx.Node):
 
 
 class NPUQuantizer(Quantizer):
+    def __init__(self, keep_float: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.keep_float = set(keep_float)
+
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         for node in model.graph.nodes:
-            if node.op != "call_function":
+            if node.op != "call_function" or node.name in self.keep_float:
                 continue
             if node.target in LINEARS:
                 x, w = node.args[0], node.args[1]
@@ -86,11 +92,11 @@ class NPUQuantizer(Quantizer):
 
 
 def quantize_for_npu(model: torch.nn.Module, example_inputs: tuple,
-                     calibration_batches: Iterable[tuple]) -> torch.fx.GraphModule:
+                     calibration_batches: Iterable[tuple], keep_float: Iterable[str] = ()) -> torch.fx.GraphModule:
     model = model.eval()
     dims = tuple({0: torch.export.Dim.DYNAMIC} for _ in example_inputs)
     exported = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dims)
-    prepared = prepare_pt2e(exported.module(), NPUQuantizer())
+    prepared = prepare_pt2e(exported.module(), NPUQuantizer(keep_float))
     with torch.no_grad():
         for batch in calibration_batches:
             prepared(*batch)
@@ -227,3 +233,47 @@ def sqnr(reference: torch.Tensor, actual: torch.Tensor) -> float:
     if signal == 0:
         return float("-inf")
     return float(20.0 * math.log10(float(signal) / float(noise)))
+
+
+# --- the sensitivity step: every layer through quantize_for_npu, one SQNR of everything --------------------------
+def _layer_names(model, example_inputs) -> list[str]:
+    dims = tuple({0: torch.export.Dim.DYNAMIC} for _ in example_inputs)
+    graph = torch.export.export(model.eval(), tuple(example_inputs), dynamic_shapes=dims).module().graph
+    return [n.name for n in graph.nodes if n.op == "call_function" and (
+        n.target in LINEARS or (n.target in ADDS and all(isinstance(a, torch.fx.Node) for a in n.args[:2])))]
+
+
+def _flat(outputs) -> torch.Tensor:
+    return torch.cat([t.detach().reshape(-1).double() for out in outputs
+                      for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)])
+
+
+def _model_sqnr(model, example_inputs, batches, keep) -> float:
+    quantized = quantize_for_npu(model, example_inputs, batches, keep_float=keep)
+    with torch.no_grad():
+        return sqnr(_flat([model(*b) for b in batches]), _flat([quantized(*b) for b in batches]))
+
+
+def layer_sensitivity(model, example_inputs, calibration_batches):
+    batches = list(calibration_batches)
+    names = _layer_names(model, example_inputs)
+    return [(name, _model_sqnr(model, example_inputs, batches, [n for n in names if n != name])) for name in names]
+
+
+def choose_float_layers(sensitivity, model_sqnr, bar=20.0):
+    order = sorted(range(len(sensitivity)), key=lambda i: (sensitivity[i][1], i))
+    ranking = [sensitivity[i][0] for i in order]
+    kept: list[str] = []
+    for name in [None] + ranking:
+        if name is not None:
+            kept = kept + [name]
+        if model_sqnr(kept) >= bar:
+            return kept
+    return kept
+
+
+def quantize_with_sensitivity(model, example_inputs, calibration_batches, bar=20.0):
+    batches = list(calibration_batches)
+    kept = choose_float_layers(layer_sensitivity(model, example_inputs, batches),
+                               lambda keep: _model_sqnr(model, example_inputs, batches, keep), bar)
+    return quantize_for_npu(model, example_inputs, batches, keep_float=kept), kept

@@ -7,9 +7,12 @@
 - The lowering walks back from every quantize node (q <- [relu] <- linear or q <- add) instead of forward from
   the ops, and removes what the rewrite left unread by walking the graph backwards.
 - sqnr is 20 * log10 of a ratio of norms.
+- The sensitivity step exports once and quantizes a deep copy per measurement, sums the powers batch by batch,
+  and passes keep_float to the Quantizer as a set.
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -46,18 +49,22 @@ def _weight() -> QuantizationSpec:
 
 
 class NPUQuantizer(Quantizer):
+    def __init__(self, keep_float=()):
+        super().__init__()
+        self.kept = tuple(keep_float)
+
     def annotate(self, model):
         riders = set()
         for node in model.graph.nodes:  # relus first: a relu decides whether its linear carries the output
             if node.op == "call_function" and node.target in RELUS:
                 source = node.args[0]
                 if (isinstance(source, torch.fx.Node) and source.target == aten.linear.default
-                        and len(source.users) == 1):
+                        and len(source.users) == 1 and source.name not in self.kept):
                     node.meta["quantization_annotation"] = QuantizationAnnotation(output_qspec=_act(),
                                                                                   _annotated=True)
                     riders.add(source)
         for node in model.graph.nodes:
-            if node.op != "call_function":
+            if node.op != "call_function" or node.name in self.kept:
                 continue
             if node.target == aten.linear.default:
                 x, w = node.args[0], node.args[1]
@@ -77,15 +84,22 @@ class NPUQuantizer(Quantizer):
         return None
 
 
-def quantize_for_npu(model, example_inputs, calibration_batches):
+def _exported(model, example_inputs):
     batch = torch.export.Dim("batch")
-    ep = torch.export.export(model.eval(), tuple(example_inputs),
-                             dynamic_shapes=[{0: batch} for _ in example_inputs])
-    prepared = prepare_pt2e(ep.module(), NPUQuantizer())
+    return torch.export.export(model.eval(), tuple(example_inputs),
+                               dynamic_shapes=[{0: batch} for _ in example_inputs]).module()
+
+
+def _calibrated(graph_module, calibration_batches, keep_float=()):
+    prepared = prepare_pt2e(graph_module, NPUQuantizer(keep_float))
     for inputs in calibration_batches:
         with torch.no_grad():
             prepared(*inputs)
     return convert_pt2e(prepared)
+
+
+def quantize_for_npu(model, example_inputs, calibration_batches, keep_float=()):
+    return _calibrated(_exported(model, example_inputs), calibration_batches, keep_float)
 
 
 def _dq_params(node):
@@ -157,3 +171,49 @@ def sqnr(reference, actual):
     if noise == 0:
         return math.inf
     return float(20 * torch.log10(torch.linalg.vector_norm(reference.double()) / noise))
+
+
+# --- the sensitivity step: one export, a copy per measurement, powers summed batch by batch ------------------------
+def _powers(model, quantized, batches):
+    signal = noise = 0.0
+    with torch.no_grad():
+        for inputs in batches:
+            want = [t for t in torch.utils._pytree.tree_leaves(model(*inputs)) if isinstance(t, torch.Tensor)]
+            got = [t for t in torch.utils._pytree.tree_leaves(quantized(*inputs)) if isinstance(t, torch.Tensor)]
+            for w, g in zip(want, got):
+                signal += float(w.double().pow(2).sum())
+                noise += float((w.double() - g.double()).pow(2).sum())
+    return math.inf if noise == 0 else 20 * math.log10(math.sqrt(signal) / math.sqrt(noise))
+
+
+def _layers(graph_module):
+    return [n.name for n in graph_module.graph.nodes if n.op == "call_function" and (
+        n.target == aten.linear.default
+        or (n.target in ADDS and isinstance(n.args[0], torch.fx.Node) and isinstance(n.args[1], torch.fx.Node)))]
+
+
+def _measure(model, graph_module, batches, keep):
+    return _powers(model, _calibrated(copy.deepcopy(graph_module), batches, keep), batches)
+
+
+def layer_sensitivity(model, example_inputs, calibration_batches):
+    batches = [tuple(b) for b in calibration_batches]
+    graph_module = _exported(model, example_inputs)
+    layers = _layers(graph_module)
+    return [(layer, _measure(model, graph_module, batches, set(layers) - {layer})) for layer in layers]
+
+
+def choose_float_layers(sensitivity, model_sqnr, bar=20.0):
+    ranked = sorted(sensitivity, key=lambda pair: pair[1])
+    for count in range(len(ranked) + 1):
+        kept = [name for name, _ in ranked[:count]]
+        if model_sqnr(kept) >= bar:
+            return kept
+    return [name for name, _ in ranked]
+
+
+def quantize_with_sensitivity(model, example_inputs, calibration_batches, bar=20.0):
+    batches = [tuple(b) for b in calibration_batches]
+    kept = choose_float_layers(layer_sensitivity(model, example_inputs, batches),
+                               lambda keep: _measure(model, _exported(model, example_inputs), batches, keep), bar)
+    return quantize_for_npu(model, example_inputs, batches, keep_float=kept), kept

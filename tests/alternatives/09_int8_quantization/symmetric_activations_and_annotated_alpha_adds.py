@@ -6,6 +6,8 @@ written from the lesson alone.
 - quantize_for_npu: Dim.DYNAMIC on dimension 0 of every input.
 - lower: matched backwards, from every int8 per-tensor quantize to what produced its input.
 - sqnr: through float64 vector norms (20 * log10 of the norm ratio).
+- The sensitivity step reads the layers off a graph its own Quantizer annotated, and counts up to the first
+  start of the ranking that reaches the bar with a while loop.
 """
 from __future__ import annotations
 
@@ -50,10 +52,14 @@ def _weight_spec() -> QuantizationSpec:
 
 # --- Step 1 ------------------------------------------------------------------------------------------------------
 class NPUQuantizer(Quantizer):
+    def __init__(self, keep_float: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.keep_float = list(keep_float)
+
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         act, weight = _activation_spec(), _weight_spec()
         for node in list(model.graph.nodes):
-            if node.op != "call_function":
+            if node.op != "call_function" or node.name in self.keep_float:
                 continue
             if node.target in LINEARS:
                 x, w = node.args[0], node.args[1]
@@ -80,13 +86,13 @@ class NPUQuantizer(Quantizer):
 
 
 # --- Step 2 ------------------------------------------------------------------------------------------------------
-def quantize_for_npu(model: torch.nn.Module, example_inputs: tuple,
-                     calibration_batches: Iterable[tuple]) -> torch.fx.GraphModule:
+def quantize_for_npu(model: torch.nn.Module, example_inputs: tuple, calibration_batches: Iterable[tuple],
+                     *, keep_float: Iterable[str] = ()) -> torch.fx.GraphModule:
     example_inputs = tuple(example_inputs)
     batch = torch.export.Dim.DYNAMIC
     shapes = tuple({0: batch} for _ in example_inputs)
     exported = torch.export.export(model.eval(), example_inputs, dynamic_shapes=shapes)
-    prepared = prepare_pt2e(exported.module(), NPUQuantizer())
+    prepared = prepare_pt2e(exported.module(), NPUQuantizer(keep_float))
     with torch.no_grad():
         for inputs in calibration_batches:
             prepared(*inputs)
@@ -211,3 +217,52 @@ def sqnr(reference: torch.Tensor, actual: torch.Tensor) -> float:
     if signal == 0.0:
         return float("-inf")
     return 20.0 * math.log10(signal / noise)
+
+
+# --- Step 5 ------------------------------------------------------------------------------------------------------
+def _int8_layers(model: torch.nn.Module, example_inputs: tuple) -> list[str]:
+    """The nodes NPUQuantizer annotates, read off a graph it annotated."""
+    shapes = tuple({0: torch.export.Dim.DYNAMIC} for _ in example_inputs)
+    gm = torch.export.export(model.eval(), tuple(example_inputs), dynamic_shapes=shapes).module()
+    NPUQuantizer().annotate(gm)
+    return [n.name for n in gm.graph.nodes if "quantization_annotation" in n.meta and n.target not in RELUS]
+
+
+def _whole_sqnr(model, quantized, batches) -> float:
+    with torch.no_grad():
+        pairs = [(r, a) for b in batches for r, a in zip(torch.utils._pytree.tree_leaves(model(*b)),
+                                                         torch.utils._pytree.tree_leaves(quantized(*b)))]
+    return sqnr(torch.cat([r.flatten() for r, _ in pairs]), torch.cat([a.flatten() for _, a in pairs]))
+
+
+def layer_sensitivity(model, example_inputs, calibration_batches):
+    batches = list(calibration_batches)
+    layers = _int8_layers(model, example_inputs)
+    result = []
+    for layer in layers:
+        others = [other for other in layers if other != layer]
+        result.append((layer, _whole_sqnr(model, quantize_for_npu(model, example_inputs, batches,
+                                                                  keep_float=others), batches)))
+    return result
+
+
+def choose_float_layers(sensitivity, model_sqnr, bar=20.0):
+    ranking = [name for name, _ in sorted(sensitivity, key=lambda item: item[1])]
+    count = 0
+    while count < len(ranking) and model_sqnr(ranking[:count]) < bar:
+        count += 1
+    return ranking[:count]
+
+
+def quantize_with_sensitivity(model, example_inputs, calibration_batches, bar=20.0):
+    batches = list(calibration_batches)
+    made = {}
+
+    def model_sqnr(kept):
+        made[tuple(kept)] = quantize_for_npu(model, example_inputs, batches, keep_float=kept)
+        return _whole_sqnr(model, made[tuple(kept)], batches)
+
+    kept = choose_float_layers(layer_sensitivity(model, example_inputs, batches), model_sqnr, bar)
+    if tuple(kept) not in made:
+        made[tuple(kept)] = quantize_for_npu(model, example_inputs, batches, keep_float=kept)
+    return made[tuple(kept)], kept

@@ -4,7 +4,9 @@ which takes one scale, cannot run them."""
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('adds_read_one_scale', 'every_linear_and_add_runs_int8_on_the_npu', 'random_mlps_run_int8_on_the_npu')
+KILLED_BY = ('adds_read_one_scale', 'every_linear_and_add_runs_int8_on_the_npu',
+    'kept_float_layers_stay_float_and_the_rest_run_int8', 'quantize_with_sensitivity_reaches_the_bar',
+    'random_mlps_run_int8_on_the_npu')
 
 
 def _annotate_add(add):
@@ -18,3 +20,5 @@ _ref.NPUQuantizer._annotate_add = staticmethod(_annotate_add)
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)

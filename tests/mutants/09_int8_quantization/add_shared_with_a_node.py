@@ -7,7 +7,8 @@ the edge `(a, add_node)`, which you annotate on the line before."."""
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('random_mlps_run_int8_on_the_npu',)
+KILLED_BY = ('kept_float_layers_stay_float_and_the_rest_run_int8', 'layer_sensitivity_quantizes_each_layer_alone',
+    'quantize_with_sensitivity_reaches_the_bar', 'random_mlps_run_int8_on_the_npu')
 
 
 def _annotate_add(add):
@@ -23,3 +24,5 @@ _ref.NPUQuantizer._annotate_add = staticmethod(_annotate_add)
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)

@@ -6,7 +6,9 @@ import torch
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('quantizer_annotates_nothing_the_int8_unit_cannot_run', 'relu_rides_on_its_linear')
+KILLED_BY = ('kept_float_layers_stay_float_and_the_rest_run_int8', 'layer_sensitivity_quantizes_each_layer_alone',
+    'quantize_with_sensitivity_reaches_the_bar', 'quantizer_annotates_nothing_the_int8_unit_cannot_run',
+    'relu_rides_on_its_linear')
 
 from katas.common.npu import NPU_OPS, canonical_name  # noqa: E402
 
@@ -28,3 +30,5 @@ _ref.NPUQuantizer.annotate = annotate
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)

@@ -5,16 +5,19 @@ from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
 KILLED_BY = ('calibration_batches_set_the_ranges', 'every_linear_and_add_runs_int8_on_the_npu',
+    'kept_float_layers_stay_float_and_the_rest_run_int8', 'layer_sensitivity_quantizes_each_layer_alone',
     'quantized_model_tracks_eager', 'skewed_weights_keep_their_small_channels')
 
 _quantize = _ref.quantize_for_npu
 
 
-def quantize_for_npu(model, example_inputs, calibration_batches):
-    return _quantize(model, example_inputs, [tuple(example_inputs)])
+def quantize_for_npu(model, example_inputs, calibration_batches, **options):
+    return _quantize(model, example_inputs, [tuple(example_inputs)], **options)
 
 
 _ref.quantize_for_npu = quantize_for_npu
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)

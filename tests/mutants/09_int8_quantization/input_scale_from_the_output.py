@@ -4,8 +4,9 @@ from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
 KILLED_BY = ('add_of_two_scales_stays_float', 'every_int8_pattern_becomes_one_int8_op',
-    'every_linear_and_add_runs_int8_on_the_npu', 'lowering_reads_each_number_from_its_own_node',
-    'patterns_of_other_kinds_stay_float', 'random_mlps_run_int8_on_the_npu')
+    'every_linear_and_add_runs_int8_on_the_npu', 'kept_float_layers_stay_float_and_the_rest_run_int8',
+    'lowering_reads_each_number_from_its_own_node', 'patterns_of_other_kinds_stay_float',
+    'quantize_with_sensitivity_reaches_the_bar', 'random_mlps_run_int8_on_the_npu')
 
 _replace = _ref._replace
 
@@ -20,3 +21,5 @@ _ref._replace = _replace_with_output_params
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)

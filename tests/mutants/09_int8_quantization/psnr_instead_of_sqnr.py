@@ -6,7 +6,8 @@ import math
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('sqnr_is_signal_over_noise_in_decibels',)
+KILLED_BY = ('layer_sensitivity_quantizes_each_layer_alone', 'quantize_with_sensitivity_reaches_the_bar',
+    'sqnr_is_signal_over_noise_in_decibels')
 
 
 def sqnr(reference, actual):
@@ -18,3 +19,5 @@ _ref.sqnr = sqnr
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)

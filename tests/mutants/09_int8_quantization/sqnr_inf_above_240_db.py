@@ -22,3 +22,5 @@ _ref.sqnr = sqnr
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)

@@ -5,7 +5,8 @@ import torch
 from checker.kit import load_reference
 
 _ref = load_reference("09_int8_quantization", "int8.py")
-KILLED_BY = ('every_linear_and_add_runs_int8_on_the_npu', 'quantizer_annotates_linears_and_adds',
+KILLED_BY = ('every_linear_and_add_runs_int8_on_the_npu', 'kept_float_layers_stay_float_and_the_rest_run_int8',
+    'quantize_with_sensitivity_reaches_the_bar', 'quantizer_annotates_linears_and_adds',
     'random_mlps_run_int8_on_the_npu', 'relu_rides_on_its_linear')
 _ref.ACTIVATION = _ref.QuantizationSpec(dtype=torch.uint8, quant_min=0, quant_max=255,
                                         qscheme=torch.per_tensor_affine, is_dynamic=False,
@@ -13,3 +14,5 @@ _ref.ACTIVATION = _ref.QuantizationSpec(dtype=torch.uint8, quant_min=0, quant_ma
 
 NPUQuantizer, quantize_for_npu, lower_to_npu_int8, sqnr = (
     _ref.NPUQuantizer, _ref.quantize_for_npu, _ref.lower_to_npu_int8, _ref.sqnr)
+layer_sensitivity, choose_float_layers, quantize_with_sensitivity = (
+    _ref.layer_sensitivity, _ref.choose_float_layers, _ref.quantize_with_sensitivity)
