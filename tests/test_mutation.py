@@ -240,7 +240,7 @@ def test_a_report_is_carried_across_additions_to_a_file_it_only_depends_on(tmp_p
     import hashlib
     import subprocess
 
-    from checker.author import additions
+    from checker.author import additions, renames
     from checker.core.manifest import Kata
 
     def git(*args):
@@ -276,6 +276,7 @@ def test_a_report_is_carried_across_additions_to_a_file_it_only_depends_on(tmp_p
     recorded = hashlib.sha256(base.encode()).hexdigest()
     (tmp_path / "solutions/03_dep/ref.py").write_text(grown)
     monkeypatch.setattr(additions, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(renames, "REPO_ROOT", tmp_path)  # where the file is read at BASE
     monkeypatch.setattr(additions, "hand_mutants", lambda kata: [])
     monkeypatch.setattr(additions, "alternatives", lambda kata: [])
     monkeypatch.setattr(additions, "sha256", lambda path: hashlib.sha256(path.read_bytes()).hexdigest())

@@ -23,22 +23,16 @@ Any other change leaves the file stale, to be re-run with `make mutate N=k`.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
-import subprocess
 from pathlib import Path
 
 from checker.core.manifest import REPO_ROOT, Kata
+from checker.author.renames import at_revision, file_digest, is_revision
 from checker.core.mutation_report import alternatives, hand_mutants, load_report, relative, report_path, sha256
 
 
 class AdditionsError(Exception):
     """The base revision cannot be used (one line for the author)."""
-
-
-def _at_revision(base: str, name: str) -> bytes | None:
-    shown = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{base}:{name}"], capture_output=True)
-    return shown.stdout if shown.returncode == 0 else None
 
 
 def _statements(source: bytes) -> list[ast.stmt] | None:
@@ -123,10 +117,10 @@ def carried_digest(kata: Kata, name: str, recorded: str, base: str) -> str | Non
     """The file's digest now, when it is another kata's or common file that differs from its text at `base` (which
     has the recorded digest) by additions the kata's files never name; else None."""
     path = REPO_ROOT / name
-    before = _at_revision(base, name)
-    if _is_own(kata, name) or before is None or not path.is_file() or not name.endswith(".py"):
+    if _is_own(kata, name) or not name.endswith(".py") or not path.is_file():
         return None
-    if hashlib.sha256(before).hexdigest() != recorded:
+    before = at_revision(base, name)
+    if before is None or file_digest(before) != recorded:
         return None
     names = added_names(before, path.read_bytes())
     if names is None:
@@ -156,8 +150,7 @@ def carry(kata: Kata, base: str, *, write: bool) -> tuple[list[str], list[str]]:
 
 def run_command(katas: list[Kata], base: str, *, write: bool) -> int:
     """What `python -m checker mutate --carry-additions BASE` does: 0 when every report is current."""
-    if subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"],
-                      capture_output=True).returncode != 0:
+    if not is_revision(base):
         raise AdditionsError(f"{base!r} is not a git revision of this checkout")
     left = 0
     for kata in katas:

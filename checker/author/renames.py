@@ -61,21 +61,28 @@ def renamed(text: str, renames: list[tuple[str, str]]) -> str:
     return text
 
 
-def _at_revision(base: str, name: str) -> bytes | None:
+def is_revision(base: str) -> bool:
+    """`base` names a commit of this checkout."""
+    return subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+def at_revision(base: str, name: str) -> bytes | None:
+    """The file's bytes at git revision `base`, or None where it did not exist."""
     shown = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{base}:{name}"], capture_output=True)
     return shown.stdout if shown.returncode == 0 else None
 
 
-def _file_digest(data: bytes) -> str:
+def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def carried_digest(name: str, recorded: str, base: str, renames: list[tuple[str, str]],
-                   digest: Callable[[bytes], str] = _file_digest) -> str | None:
+                   digest: Callable[[bytes], str] = file_digest) -> str | None:
     """The file's digest now (`digest` of its bytes), when it differs from what was recorded at `base` only by
     `renames`; else None."""
     path = REPO_ROOT / name
-    before = _at_revision(base, name)
+    before = at_revision(base, name)
     if before is None or not path.is_file() or digest(before) != recorded:
         return None
     now = path.read_bytes()
@@ -91,7 +98,7 @@ def carry(kata: Kata, base: str, renames: list[tuple[str, str]], *, write: bool)
         return [], []
     carried, stale = [], []
 
-    def settle(name: str, recorded: str, current: str, digest: Callable[[bytes], str] = _file_digest) -> str:
+    def settle(name: str, recorded: str, current: str, digest: Callable[[bytes], str] = file_digest) -> str:
         if current == recorded:
             return recorded
         new = carried_digest(name, recorded, base, renames, digest)
@@ -117,8 +124,7 @@ def carry(kata: Kata, base: str, renames: list[tuple[str, str]], *, write: bool)
 def run_command(katas: list[Kata], base: str, renames_file: Path, *, write: bool) -> int:
     """What `python -m checker mutate --carry-renames BASE --renames FILE` does: 0 when every report is current."""
     renames = read_renames(renames_file)
-    if subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"],
-                      capture_output=True).returncode != 0:
+    if not is_revision(base):
         raise RenameError(f"{base!r} is not a git revision of this checkout")
     left = 0
     for kata in katas:
