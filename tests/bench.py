@@ -209,12 +209,16 @@ def real_model_rows(rows: list[tuple[str, float, float]]) -> None:
         return
     table = json.loads(record.read_text())
     print("real models (tests/real_models.json, from `make real-models`): kata 5's NPU share at the first shape, a "
-          "second shape, later, the first again; seconds for every kata's reference on the model")
+          "second shape, later, the first again; its simulated speed-up over the CPU and the seconds of the first "
+          "call (capture and compile) at each of the two shapes; seconds for every kata's reference on the model")
     for model, row in table.items():
         if model.startswith("_"):
             continue
         shares = row.get("kata 5", {})
+        speed = " · ".join(shares.get("speed-up", ["?"]))
+        first_calls = " · ".join(f"{s} s" for s in shares.get("first call s", ["?"]))
         print(f"  {model:<10} " + " · ".join(str(shares.get(k, "?")) for k in ("first", "second", "later", "first again"))
+              + f"  speed-up {speed}, first calls {first_calls}"
               + f"  ({row.get('seconds', '?')} s; kata 9 SQNR {row.get('kata 9', {}).get('sqnr dB', '?')} dB)")
 
 

@@ -12,7 +12,9 @@ What each column measures, with the references in solutions/:
           reasons unfused_pairs gives for the GELUs the pass left
   kata 4  NPU-supported call nodes / call nodes, per capture (one model, one answer?)
   kata 5  NPU share -- compute ops that ran on the NPU / compute ops of the graph the op table supports --
-          at the first shape, at a second batch size (and sequence length or image size), and on a later call
+          at the first shape, at a second batch size (and sequence length or image size), and on a later call;
+          the simulated speed-up over running the whole model on the CPU at each of the two shapes, by the cost
+          model below, and the seconds of the first call at each shape (capture, backend, NPU compiles)
   kata 8  the whole path (export, legalise, delegate, save, load in this process): max error, and the programs
           compiled when the loaded program runs a shape it ran before (0: every NPU island's program kept)
   kata 9  SQNR (dB) of the quantized model against eager; the kata's bar is 20 dB
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+import torch.utils._python_dispatch  # noqa: E402
 
 from checker.kit import load_reference  # noqa: E402
 from katas.common.capture import CAPTURE_DIALECT, CAPTURES, capture  # noqa: E402
@@ -59,6 +62,13 @@ def fingerprint() -> str:
     for name in INPUTS:
         digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes())
     return digest.hexdigest()[:16]
+# The CPU side of the simulated speed-up, stated like the NPU's cost model in katas/common/npu/device.py: every ATen
+# op the host runs costs a dispatch, and the host's vector units do a fixed number of flops per microsecond (flops
+# counted as the device counts them: 2 per multiply-add of a matmul or convolution, one per output element of any
+# other op, none for a view). The speed-up is the whole model on the CPU against the same call with the NPU's
+# estimate (DEVICE.stats.estimated_us) plus what the host still ran.
+CPU_OP_US = 3.0
+CPU_FLOPS_PER_US = 50_000.0
 GELU_PAIRS = {"bert": 2, "gpt2": 2, "vit": 2, "llama": 0, "resnet": 0, "mobilenet": 0}
 
 
@@ -147,12 +157,60 @@ def _compute_ops_run(stats_before: Counter, stats_after: Counter, layout: frozen
     return sum(n * (2 if op == "linear_gelu" else 1) for op, n in ran.items() if op not in layout)
 
 
+def op_flops(func, args, kwargs, out) -> int:
+    """An ATen op's flops as the device counts them (torch's flop formulas for matmuls and convolutions)."""
+    from torch.utils.flop_counter import flop_registry
+
+    formula = flop_registry.get(func.overloadpacket)
+    if formula is not None:
+        return int(formula(*args, **kwargs, out_val=out))
+    if func.is_view:
+        return 0
+    return sum(t.numel() for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor))
+
+
+class HostWork(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the ATen ops the host runs and their flops; work the simulated NPU does (DEVICE.busy) is not the
+    host's. Entered inside the backend's graph, not around the compiled call: Dynamo runs a frame eagerly while a
+    dispatch mode is active, so around the call it would measure eager PyTorch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+        self.flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from katas.common import npu
+
+        out = func(*args, **(kwargs or {}))
+        if not npu.DEVICE.busy:
+            self.ops += 1
+            self.flops += op_flops(func, args, kwargs or {}, out)
+        return out
+
+    def cpu_us(self) -> float:
+        return self.ops * CPU_OP_US + self.flops / CPU_FLOPS_PER_US
+
+
+def _counted_by(work: list[HostWork], partitioned: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Run the partitioned graph under the newest HostWork, whichever call it serves."""
+    def forward(*args, **kwargs):
+        if getattr(partitioned, "_needs_recompile", lambda: False)():  # a lazy GraphModule's first call
+            partitioned.real_recompile()
+        with work[-1]:
+            return type(partitioned).forward(partitioned, *args, **kwargs)
+
+    partitioned.forward = forward
+    return partitioned
+
+
 def kata5(entry) -> dict:
     from katas.common import npu
 
     backend = load_reference("05_npu_backend", "backend.py")
     support = load_reference("04_op_support", "op_support.py")
     supported: list[int] = []  # per graph the backend compiled: compute nodes the op table supports
+    work: list[HostWork] = [HostWork()]
     original = backend.partition_for_npu
 
     judge = getattr(backend, "NPUFloatSupport", support.NPUOperatorSupport)()  # the reference's own support
@@ -161,7 +219,7 @@ def kata5(entry) -> dict:
         subs = dict(gm.named_modules())
         supported.append(sum(1 for n in gm.graph.nodes if judge.is_node_supported(subs, n)
                              and support.canonical_op(n, subs) not in npu.LAYOUT_OPS))
-        return original(gm)
+        return _counted_by(work, original(gm))
 
     backend.partition_for_npu = counting
     backend.register()
@@ -170,19 +228,26 @@ def kata5(entry) -> dict:
     npu.DEVICE.reset()
     model = entry.build()
     compiled = torch.compile(model, backend="kata_npu")
-    shares, fallbacks = [], 0
+    shares, fallbacks, speedups, seconds = [], 0, [], []
     for label, inputs in (("first", entry.inputs(0)), ("second", entry.inputs(1)), ("later", entry.inputs(1, seed=1)),
                           ("first again", entry.inputs(0, seed=2))):
-        before = Counter(npu.DEVICE.stats.ops_run)
+        before, npu_us = Counter(npu.DEVICE.stats.ops_run), npu.DEVICE.stats.estimated_us
+        work.append(HostWork())
+        started = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught, torch.no_grad():
             warnings.simplefilter("always")
             out = compiled(*inputs)
+        seconds.append(time.perf_counter() - started)
         fallbacks += sum(issubclass(w.category, npu.NPUFallbackWarning) for w in caught)
-        torch.testing.assert_close(out, model(*inputs), rtol=1e-4, atol=1e-5)
+        with torch.no_grad(), HostWork() as eager:
+            expected = model(*inputs)
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+        speedups.append(eager.cpu_us() / (npu.DEVICE.stats.estimated_us - npu_us + work[-1].cpu_us()))
         ran = _compute_ops_run(before, Counter(npu.DEVICE.stats.ops_run), npu.LAYOUT_OPS)
         shares.append(f"{ran}/{supported[-1] if supported else 0}")
     return {"first": shares[0], "second": shares[1], "later": shares[2], "first again": shares[3],
-            "graphs": len(supported), "resident": npu.DEVICE.stats.programs_resident, "fallback warnings": fallbacks}
+            "graphs": len(supported), "resident": npu.DEVICE.stats.programs_resident, "fallback warnings": fallbacks,
+            "speed-up": [f"{x:.2f}x" for x in speedups[:2]], "first call s": [round(x, 1) for x in seconds[:2]]}
 
 
 def kata8(entry) -> dict:
@@ -255,11 +320,19 @@ def _sqnr_cell(result: dict) -> str:
     return f"{sqnr} ({kept} layers kept float)" if kept else f"{sqnr}"
 
 
+def _speed_cell(result: dict) -> str:
+    """Kata 5's simulated speed-up at the two shapes, and how long each shape's first call took."""
+    if "speed-up" not in result:
+        return "—"
+    return " · ".join(result["speed-up"]) + "; " + " · ".join(f"{s} s" for s in result["first call s"])
+
+
 def render(table: dict) -> str:
     """The table in docs/real-models.md: one row per model, one column per kata."""
     lines = ["| model | kata 1: dialect right / captured | kata 3: pairs fused / present (the report on the rest) | kata 4: NPU nodes / call "
              "nodes, per capture | kata 5: NPU share (first, second shape, later, first again) | kata 8: export → "
-             "save → load | kata 9: SQNR after the sensitivity step (bar 20 dB) |", "|---|---|---|---|---|---|---|"]
+             "save → load | kata 9: SQNR after the sensitivity step (bar 20 dB) | kata 5: simulated speed-up over the "
+             "CPU (first, second shape); seconds of the first call at each |", "|---|---|---|---|---|---|---|---|"]
     for name, row in table.items():
         if name.startswith("_"):
             continue
@@ -275,7 +348,7 @@ def render(table: dict) -> str:
         lines.append(f"| {name} | {right}/{len(captured)}" + (f" ({wrong})" if wrong else "") +
                      f" | {_fraction_cell(row['kata 3'])} | {_fraction_cell(row['kata 4'])} | {shares}"
                      f"{'; ' + str(k5['fallback warnings']) + ' fallback warnings' if k5.get('fallback warnings') else ''}"
-                     f" | {k8_cell[:90]} | {_sqnr_cell(row['kata 9'])} |")
+                     f" | {k8_cell[:90]} | {_sqnr_cell(row['kata 9'])} | {_speed_cell(k5)} |")
     return "\n".join(lines)
 
 
