@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -59,3 +60,27 @@ def test_every_model_builds_and_runs_with_networking_off():
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "no network" in done.stdout
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"\d+\.\d", text)]
+
+
+def test_kata9_lesson_quotes_mobilenets_measured_sensitivity():
+    """Kata 9's lesson walks through MobileNetV2's sensitivity step with numbers; `make real-models` measures them
+    (tests/real_models.json), and the lesson must quote what was measured."""
+    figures = json.loads(real_model_table.RESULTS.read_text())["mobilenet"]["kata 9"]
+    lesson = " ".join((ROOT / "katas" / "09_int8_quantization" / "README.md").read_text().split())
+    alone = re.search(r"On MobileNetV2 the adds measure ([\d., and]+) dB alone", lesson)
+    assert alone and _numbers(alone.group(1)) == figures["each layer alone dB"], (
+        f"the lesson's per-add figures differ from the measured {figures['each layer alone dB']}")
+    tried = re.search(r"Keeping the worst float gives (.*?) dB: (\w+) of the ten adds stay float \(([\d.]+) dB on the "
+                      r"first calibration batch, against ([\d.]+) before the step\)", lesson)
+    assert tried, "the lesson's sentence on the starts tried has changed shape: update this test with it"
+    assert _numbers(tried.group(1)) == figures["starts tried dB"][1:], f"measured starts: {figures['starts tried dB']}"
+    assert _numbers(tried.group(3) + " " + tried.group(4)) == [figures["sqnr dB"],
+                                                              figures["every layer int8, first batch dB"]]
+    assert f"quantized whole it is {figures['every layer int8 dB']} dB from float over its four calibration " \
+           f"batches ({figures['every layer int8, first batch dB']} dB on the first" in lesson
+    words = ["none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    assert tried.group(2) == words[figures["float layers"]], f"{figures['float layers']} layers were kept float"
