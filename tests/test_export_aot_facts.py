@@ -103,6 +103,38 @@ def test_step_2_a_full_slice_ends_at_sys_maxsize_a_static_full_one_is_dropped_an
     assert view.args[1][0].target is aten.sym_size.int and view.args[1][1] == 4
 
 
+def test_step_1_a_dims_min_of_2_still_runs_batch_1_a_min_of_3_and_a_max_are_guarded():
+    model, x = nn.Linear(4, 3), torch.randn(3, 4)
+
+    def with_dim(**bounds) -> torch.nn.Module:
+        return torch.export.export(model, (x,), dynamic_shapes=({0: Dim("b", **bounds)},)).module()
+
+    assert with_dim(min=2)(torch.randn(1, 4)).shape == (1, 3)
+    with pytest.raises(AssertionError, match=r"Guard failed"):
+        with_dim(min=3)(torch.randn(2, 4))
+    with pytest.raises(AssertionError, match=r"Guard failed: .*<= 4"):
+        with_dim(max=4)(torch.randn(5, 4))
+
+
+def test_step_2_a_numeric_end_on_the_batch_is_kept_and_needs_a_batch_that_long():
+    with pytest.raises(Exception, match=r"3 <= "):
+        torch.export.export(Lambda(lambda h: h[:3].relu()), (torch.randn(3, 4),), dynamic_shapes=({0: Dim("b")},))
+    ep = torch.export.export(Lambda(lambda h: h[:3].relu()), (torch.randn(3, 4),),
+                             dynamic_shapes=({0: Dim("b", min=3)},))
+    (slice_node,) = [n for n in ep.graph.nodes if n.target is aten.slice.Tensor]
+    assert list(slice_node.args[1:]) == [0, 0, 3]
+    assert ep.module()(torch.randn(7, 4)).shape == (3, 4)
+
+
+def test_step_2_a_size_computed_from_the_batch_is_symbolic_flatten_0_1_views_to_2_s_by_4():
+    ep = exported(Lambda(lambda h: h.flatten(0, 1).relu()), torch.randn(3, 2, 4), npu_table())
+    (view,) = [n for n in ep.graph.nodes if n.target is aten.view.default]
+    rows = view.meta["val"].shape[0]
+    # str() before any int(): int() of a SymInt specialises it to the example's value (what the lesson warns of)
+    assert isinstance(rows, torch.SymInt) and str(rows).startswith("2*") and rows.node.hint == 6
+    assert view.args[1][1] == 4 and isinstance(view.args[1][0], torch.fx.Node)
+
+
 def _clone_targets(ep) -> list[tuple[str, object]]:
     return [(str(n.target), n.kwargs.get("memory_format", n.kwargs.get("dtype")))
             for n in ep.graph.nodes if n.target in (aten.clone.default, aten._to_copy.default)]

@@ -46,12 +46,18 @@ REPLAY_TIME_LIMIT = 120
 # the zoo models each check runs (probes.ZOO), by what they vary
 EXPORT_CASES = ("mlp", "flatten_views", "two_inputs")  # one input, views, two inputs with independent batches
 LEGALISE_CASES = ("flatten_views", "aliases", "slices_and_views", "batch_not_first", "attention", "view_dtypes",
-                  "copies", "layouts")
+                  "copies", "layouts", "batch_slices", "input_views")
 LEFT_ALONE_CASES = (("mlp", 1), ("layer_norm_between", 1), ("gram", 1), ("float64_head", 1),
-                    ("slices_and_views", 2), ("copies", 2), ("layouts", 2))  # (recipe, how many times legalise runs)
+                    ("slices_and_views", 2), ("copies", 2), ("layouts", 2), ("batch_slices", 2), ("input_views", 2))  # (recipe, how many times legalise runs)
 SUPPORT_CASES = (("layer_norm_between", False), ("float64_head", False), ("flatten_views", False),
                  ("scaled_by_buffer", False), ("view_dtypes", False), ("slices_and_views", True),
                  ("mixed_dtypes", False), ("mixed_dtypes", True))
+
+
+def batches_for(recipe) -> list[int]:
+    """The batch sizes a recipe's programs run on: BATCHES, or the recipe's own when its export guards the batch."""
+    own = ZOO[recipe].batches if isinstance(recipe, str) else None
+    return list(own) if own else BATCHES
 
 
 def has_kernel(target: str) -> bool:
@@ -107,8 +113,20 @@ def _why_it_failed(error: str) -> str:
         return ("\nTwo tensors of different dtypes met in one op: a cast (aten._to_copy) is missing from the graph. "
                 "legalise removes no cast: a cast is real work, not an alias. README.md, 'Step 2'.")
     if "is invalid for input of size" in error:
-        return ("\nA view's sizes do not fit the tensor's number of elements: the sizes legalise wrote hold the "
-                "example's batch where the batch is symbolic (-1 stands for it, wherever it sits). README.md, 'Step 2'.")
+        return ("\nA view's sizes do not fit the tensor's number of elements: the sizes legalise wrote hold an "
+                "example's size where the graph's size is symbolic. Every SymInt in node.meta[\"val\"].shape is the "
+                "batch, written -1 wherever it sits: the batch of any input (each has a symbol of its own), bare "
+                "(s77) or computed from it (2*s77 after flatten(0, 1)); int() of it is the example's. README.md, "
+                "'Step 2'.")
+    if "Guard failed" in error and ("<=" in error or ">=" in error):
+        return ("\nThe program refuses this batch size: its range for the batch does not hold it. A Dim's max= "
+                "refuses larger batches, and a min= above 2 refuses the smaller ones (torch records every dynamic "
+                "size as at least 2 yet runs batch 1). Give no max, and no min above 2. README.md, 'Step 1'.")
+    if "Guard failed" in error and "==" in error:
+        return ("\nThe program checks a size against the example's: something in it holds the example's size where "
+                "the size is symbolic. Either export fixed a batch (a Dim for dimension 0 of every input), or a view "
+                "legalise wrote holds the int() of a symbolic size (any input's batch, bare or computed from it: "
+                "write -1). README.md, 'Step 1' and 'Step 2'.")
     if "view size is not compatible" in error or "Cannot view" in error:
         return ("\nA view reads a tensor whose strides it cannot view: a clone or copy that names a memory format "
                 "(torch.contiguous_format, torch.channels_last or torch.channels_last_3d, after a transpose or "
@@ -239,7 +257,7 @@ def exported_graphs_are_core_aten_plus_npu_ops(ctx):
 # --- Step 2: legalise ---------------------------------------------------------------------------------------
 
 def _legalised(ctx, recipe: str, times: int = 1) -> dict:
-    seen = ctx.probe(probes.legalised, recipe, BATCHES, times)
+    seen = ctx.probe(probes.legalised, recipe, batches_for(recipe), times)
     expect(isinstance(seen["returned"], int),
            f"legalise returned {seen['returned']}; it returns how many nodes it rewrote or removed (an int).")
     return seen
@@ -272,11 +290,15 @@ def legalise_removes_aliases_and_reshapes(ctx):
                f"{model_text(recipe)}: aten.view.dtype reads the same bytes as another dtype; it has no sizes and is "
                f"not a reshape: leave it alone. README.md, 'Step 2'.")
         partial = lambda nodes: [n for n in nodes if n["target"] == "aten.slice.Tensor" and not n["full_slice"]]  # noqa: E731
+        kept_names = {n["name"] for n in partial(seen["after"])}
+        gone = [n for n in partial(seen["before"]) if n["name"] not in kept_names]
         expect(len(partial(seen["after"])) == len(partial(seen["before"])),
                f"legalise removed a slice that keeps only part of its input from the graph of {model_text(recipe)}: "
-               f"{'; '.join(short(n) for n in partial(seen['before']))} were there, "
-               f"{len(partial(seen['after']))} are left. Only a slice from 0 to the end with step 1 is its input "
-               f"under another name. README.md, 'Step 2'.")
+               f"{'; '.join(short(n) + ' on ' + str(n['slice']) for n in (gone or partial(seen['before'])))}. "
+               f"Only a slice from 0 to the end (sys.maxsize) with step 1 is its input under another name. An end "
+               f"that is a number keeps that many rows whatever the example's size: on the batch, h[:3] exported "
+               f"with 3 rows keeps 3 rows of a batch of 7; comparing the end with the example's size (an int() of "
+               f"the symbolic batch) is the example, not the program. README.md, 'Step 2'.")
         expect_outputs(recipe, seen["outputs"], what="the program after your legalise")
         left = [short(n) for n in seen["after"] if (n["target"] in NOOPS + RESHAPING and not n["sets_layout"])
                 or (n["target"] == "aten.slice.Tensor" and n["full_slice"])]
@@ -290,11 +312,12 @@ def legalise_removes_aliases_and_reshapes(ctx):
                f"after legalise, the graph of {model_text(recipe)} has views whose sizes are computed on the host: "
                f"{'; '.join(host_sized)}. A SymInt input keeps the view off the NPU: write the sizes as ints, "
                f"the batch as -1. README.md, 'Step 2'.")
-        dead = [n["name"] for n in seen["after"] if n["target"] == "aten.sym_size.int" and not n["users"]]
+        dead = [n["name"] for n in seen["after"] if n["unread_size"]]
         expect(not dead,
                f"after legalise, the graph of {model_text(recipe)} still holds {', '.join(dead)}: aten.sym_size.int "
-               f"nodes that nothing reads any more (the views that read them now say -1). After erasing, "
-               f"gm.graph.eliminate_dead_code() drops them. README.md, 'Step 2'.")
+               f"nodes (and the size arithmetic on them, the mul of flatten(0, 1)) that nothing reads any more (the "
+               f"views that read them now say -1). After erasing, gm.graph.eliminate_dead_code() drops them. "
+               f"README.md, 'Step 2'.")
         plain_copies = lambda nodes: [n for n in nodes if n["plain_copy"]]  # noqa: E731
         removed_copies = len(plain_copies(seen["before"])) - len(plain_copies(seen["after"]))
         want = ZOO[recipe].legalised + removed_copies
@@ -406,14 +429,15 @@ def _lowered(ctx, recipe, *, state_seed: int | None = None, save_to: str | None 
 # every kind of island: whole model, native silu, a CPU op between, legalised views, float64, a buffer, matmul;
 # (`aliases` and `slices_and_views` are legalise's: lowering them adds nothing but time)
 DELEGATED = ("mlp", "silu_mlp", "layer_norm_between", "flatten_views", "float64_head", "scaled_by_buffer", "gram",
-             "three_outputs", "two_inputs", "attention", "mixed_dtypes", "layouts")
+             "three_outputs", "two_inputs", "attention", "mixed_dtypes", "layouts", "input_views")
 
 
 def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
     """Every program holds only NPU ops; no op the NPU runs is left outside one; as many programs as NPU islands;
     no submodule left behind, no sym_size nothing reads."""
     foreign = sorted({n["target"] for n in seen["outside"]
-                      if not n["target"].startswith("aten.") and n["target"] not in probes.EXPORT_IR_EXTRAS})
+                      if not n["target"].startswith("aten.") and n["target"] not in probes.EXPORT_IR_EXTRAS
+                      and not n["size_math"]})
     expect(not foreign,
            f"lower's graph of {model_text(recipe)} calls {', '.join(foreign)}: the NPU's runtime knows one op, "
            f"torch.ops.npu_aot.run_program (katas/common/npu/aot.py). An op of your own exists only where your "
@@ -442,10 +466,11 @@ def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
            f"lower's graph module of {model_text(recipe)} still holds the submodule(s) "
            f"{', '.join(seen['leftover_submodules'])}, which no node calls: the partitions' graphs, left behind. "
            f"Erase the call_module node and delattr its submodule. README.md, 'Step 4'.")
-    dead = [n["name"] for n in seen["outside"] if n["target"] == "aten.sym_size.int" and not n["users"]]
+    dead = [n["name"] for n in seen["outside"] if n["unread_size"]]
     expect(not dead,
-           f"lower's graph of {model_text(recipe)} holds {', '.join(dead)}: aten.sym_size.int nodes that nothing "
-           f"reads. legalise ends with gm.graph.eliminate_dead_code(), which drops them. README.md, 'Step 2'.")
+           f"lower's graph of {model_text(recipe)} holds {', '.join(dead)}: aten.sym_size.int nodes (and the size "
+           f"arithmetic on them, the mul of flatten(0, 1)) that nothing reads. legalise ends with "
+           f"gm.graph.eliminate_dead_code(), which drops them. README.md, 'Step 2'.")
     if programs is not None:
         got = len(seen["programs"])
         expect(got == programs,
@@ -600,11 +625,16 @@ def random_mlps_lower_and_match_eager(ctx):
 
 
 def program_plans():
-    """aot_program_plans(), each with a float32 op that reads a tensor of another dtype (probes.MIXED_DTYPES)."""
+    """aot_program_plans(), each with a float32 op that reads a tensor of another dtype (probes.MIXED_DTYPES), a
+    reshape of each input's own batch (probes.VIEW_KINDS: the batch bare, multiplied into a size, split out again;
+    one per input, whichever it is) whose result is an output, and a slice of the batch or of a static dimension."""
     from hypothesis import strategies as st
 
-    return st.tuples(aot_program_plans(), st.sampled_from(probes.MIXED_DTYPES)).map(
-        lambda drawn: {**drawn[0], "mixed": drawn[1]})
+    views = st.lists(st.sampled_from(probes.VIEW_KINDS), min_size=3, max_size=3)
+    return st.tuples(aot_program_plans(), st.sampled_from(probes.MIXED_DTYPES), views,
+                     st.sampled_from(probes.SLICES)).map(
+        lambda drawn: {**drawn[0], "mixed": drawn[1], "views": tuple(drawn[2][:drawn[0]["inputs"]]),
+                       "slice": drawn[3]})
 
 
 @CHECKS.check(stage="fuzz", weight=3)

@@ -231,6 +231,75 @@ class MixedDtypes(nn.Module):
         return self.fc2(torch.tanh(h + torch.arange(8)))
 
 
+class BatchSlices(nn.Module):
+    """Linear -> h; returns ReLU(h[:3]) (a numeric end on the batch equal to the example's batch, 3), GELU(h[:2])
+    (below it), ReLU(h.unsqueeze(0)[:, :3]) (the batch at position 1, end equal to it) and ReLU(h[:, :6]) (a static
+    dimension): every one keeps part of its input on a larger batch, so each stays. Such a slice makes export
+    guard the batch at least 3 (a Dim named without min= is refused): exported with Dim("batch0", min=3) and run
+    on batches of 3 rows or more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        return F.relu(h[:3]), F.gelu(h[:2]), F.relu(h.unsqueeze(0)[:, :3]), F.relu(h[:, :6])
+
+
+class InputViews(nn.Module):
+    """Three inputs, batches independent (B, B + 2, B + 4): reshapes see each input's own batch symbol, bare or
+    computed from it. x -> Linear -> GELU = a -> reshape(B, 2, 4).flatten(0, 1) (2*B x 4: the batch multiplied into
+    a size) -> ReLU; y -> Linear -> unsqueeze(1) (the second input's batch, bare) -> ReLU; w -> Linear ->
+    reshape(2*B3, 4) -> ReLU -> reshape(B3, 2, 4) (the third input's batch multiplied, then split out again)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(4, 8), nn.Linear(6, 8), nn.Linear(4, 8)
+
+    def forward(self, x, y, w):
+        a = F.gelu(self.fc1(x))
+        b = self.fc2(y)
+        c = self.fc3(w)
+        return (F.relu(a.reshape(a.shape[0], 2, 4).flatten(0, 1)), F.relu(b.unsqueeze(1)),
+                F.relu(c.reshape(c.shape[0] * 2, 4)).reshape(c.shape[0], 2, 4))
+
+
+# kata 8's fuzz (blind round 5): how a view's sizes hold an input's batch B, on a branch Linear(xi) of each input
+VIEW_KINDS = ("multiplied", "bare", "split", "none")
+VIEW_TEXT = {"bare": "ReLU(t.unsqueeze(1)) (B x 1 x 8)",
+             "multiplied": "ReLU(t.reshape(B, 2, 4).flatten(0, 1)) (2*B x 4)",
+             "split": "ReLU(t.reshape(2*B, 4)).reshape(B, 2, 4)", "none": ""}
+
+
+def view_branch(t: torch.Tensor, kind: str) -> torch.Tensor | None:
+    """`t` (B x 8) through a reshape whose sizes hold B as VIEW_KINDS says, or None."""
+    b = t.shape[0]
+    if kind == "bare":
+        return F.relu(t.unsqueeze(1))
+    if kind == "multiplied":
+        return F.relu(t.reshape(b, 2, 4).flatten(0, 1))
+    if kind == "split":
+        return F.relu(t.reshape(b * 2, 4)).reshape(b, 2, 4)
+    return None
+
+
+# kata 8's fuzz (blind round 5): a slice of h (batch x 8) beside the outputs. The end on the batch is below the
+# example's batch (3): an end at or above it makes export guard the batch (lower's Dim("batchN") refuses it);
+# BatchSlices has those, for legalise alone.
+SLICES = ("batch_below", "static", "none")
+SLICE_TEXT = {"batch_below": "ReLU(h[:2]) (the batch, end below the example's 3)",
+              "static": "ReLU(h[:, 2:7]) (a static dimension)", "none": ""}
+
+
+def slice_branch(h: torch.Tensor, kind: str) -> torch.Tensor | None:
+    if kind == "batch_below":
+        return F.relu(h[:2])
+    if kind == "static":
+        return F.relu(h[:, 2:7])
+    return None
+
+
 # kata 8's fuzz: a float32 op that reads a tensor of another dtype, its output float32 (type promotion), or none
 MIXED_DTYPES = ("float64_buffer", "int64_buffer", "float64_constant", "float64_cast", "int64_index", "none")
 MIXED_TEXT = {"float64_buffer": "a * scale (a 0-dim float64 buffer)", "int64_buffer": "step * a (step: a 0-dim int64 "
@@ -302,6 +371,14 @@ class ProgramModel(nn.Module):
         if plan["layout"] == "transpose_reshape":
             h = (h.reshape(h.shape[0], 2, 4).transpose(1, 2) * 2).reshape(h.shape[0], 8)
         outs = [self.fc_out(h), z, a][:plan["outputs"]]
+        views = plan.get("views", ())
+        for i, (kind, t) in enumerate(zip(views, [z] + [fc(x) for fc, x in zip(self.more, xs[1:])])):
+            branch = view_branch(t, kind)
+            if branch is not None:
+                outs.append(branch)
+        sliced = slice_branch(h, plan.get("slice", "none"))
+        if sliced is not None:
+            outs.append(sliced)
         if plan["view_dtype"] == "int32":
             outs.append(h.view(torch.int32) & 0xFFFF)
         elif plan["view_dtype"] == "float16":
@@ -329,6 +406,9 @@ def describe_plan(plan: dict) -> str:
              f"  h = {MIXED_TEXT[plan.get('mixed', 'none')]}",
              f"  unsqueeze to {where} -> ReLU -> squeeze",
              f"  cast: {plan['cast']}; layout: {plan['layout']}",
+             *[f"  view of input {i}'s batch B (t = Linear(x{i})): {VIEW_TEXT[kind]}"
+               for i, kind in enumerate(plan.get("views", ())) if kind != "none"],
+             *([f"  slice: {SLICE_TEXT[plan['slice']]}"] if plan.get("slice", "none") != "none" else []),
              f"  outputs: Linear(h){', z' if plan['outputs'] > 1 else ''}{', a' if plan['outputs'] > 2 else ''}"
              f"{VIEW_DTYPE_TEXT[plan['view_dtype']]}"
              f"{', relu((h @ h.T).unsqueeze(0)) (two symbolic sizes)' if plan['symbolic'] == 2 else ''}"]
@@ -346,6 +426,8 @@ class Recipe:
     text: str
     legalised: int = 0  # aliases, clones, full slices and reshapes legalise removes or rewrites
     more_inputs: tuple[tuple[int, ...], ...] = ()  # the features of the inputs after the first, if any
+    min_batch: int | None = None  # the Dim's min= in the spec's export (a slice on the batch guards it), if any
+    batches: tuple[int, ...] | None = None  # the batch sizes its programs run on, if not the checks' BATCHES
 
 
 ZOO: dict[str, Recipe] = {
@@ -388,6 +470,14 @@ ZOO: dict[str, Recipe] = {
                            "-> tanh -> Linear: float32 ops reading float64 and int64 tensors"),
     "view_dtypes": Recipe(ViewDtypes, (4,), 2, 3, "Linear -> (.view(torch.int32) & 0xFFFF, "
                           "nan_to_num(ReLU.view(torch.float16)) * 2)", 2),
+    # blind round 5: numeric slice ends on the batch (equal to the example's, below it, at position 1) and static
+    "batch_slices": Recipe(BatchSlices, (4,), 1, 5, "Linear -> h; (ReLU(h[:3]), GELU(h[:2]), "
+                           "ReLU(h.unsqueeze(0)[:, :3]), ReLU(h[:, :6])), exported with Dim('batch0', min=3)", 2,
+                           min_batch=3, batches=(3, 4, 7)),
+    # blind round 5: each input's own batch in a reshape: multiplied into a size (x), bare (y), multiplied and split (w)
+    "input_views": Recipe(InputViews, (4,), 1, 7, "(ReLU(GELU(Linear(x)).reshape(B1, 2, 4).flatten(0, 1)), "
+                          "ReLU(Linear(y).unsqueeze(1)), ReLU(Linear(w).reshape(2*B3, 4)).reshape(B3, 2, 4)), "
+                          "x (B1, 4), y (B2, 6), w (B3, 4), batches independent", 5, more_inputs=((6,), (4,))),
 }
 EXAMPLE_BATCH = 3
 
@@ -464,6 +554,11 @@ def describe_node(node: torch.fx.Node) -> dict:
             "canonical": canonical_name(target) if node.op == "call_function" else None,
             "core": isinstance(target, torch._ops.OpOverload) and torch.Tag.core in target.tags,
             "full_slice": target is torch.ops.aten.slice.Tensor and _is_full_slice(node),
+            "unread_size": _unread_size(node),
+            # SymInt arithmetic on sizes (operator.mul after flatten(0, 1)): Export IR, not an op of the attempt's
+            "size_math": (not isinstance(target, torch._ops.OpOverload) and node.op == "call_function"
+                          and isinstance(outputs, (torch.SymInt, torch.SymFloat, torch.SymBool))),
+            "slice": _slice_text(node) if target is torch.ops.aten.slice.Tensor else None,
             "memory_format": str(node.kwargs["memory_format"]) if node.kwargs.get("memory_format") else None,
             "sets_layout": _sets_layout(node),
             "plain_copy": _is_plain_copy(node),
@@ -496,6 +591,31 @@ def _is_plain_copy(node: torch.fx.Node) -> bool:
     return not _sets_layout(node) or str(tuple(source.stride())) == str(tuple(value.stride()))
 
 
+def _is_size_math(node: torch.fx.Node) -> bool:
+    """A sym_size, or SymInt arithmetic on sizes (operator.mul after flatten(0, 1))."""
+    return node.op == "call_function" and (
+        node.target is torch.ops.aten.sym_size.int
+        or (not isinstance(node.target, torch._ops.OpOverload)
+            and isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))))
+
+
+def _unread_size(node: torch.fx.Node) -> bool:
+    """A size computed on the host that nothing reads: no users, or only size arithmetic nothing reads (a
+    sym_size read by nothing but a dead `mul` is as unread as one with no users)."""
+    return _is_size_math(node) and all(_unread_size(user) for user in node.users)
+
+
+def _slice_text(node: torch.fx.Node) -> str:
+    """A slice as a person reads it: which dimension (the batch, a symbolic size, or a static one), start, end."""
+    args = list(node.args) + [0, None, None, 1][len(node.args) - 1:]
+    _, dim, start, end, step = args[:5]
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    size = source.shape[dim] if isinstance(source, torch.Tensor) and -source.dim() <= dim < source.dim() else None
+    where = "a symbolic dimension (a batch)" if isinstance(size, torch.SymInt) else "a static dimension"
+    end = "the end" if end is None or end >= 2 ** 62 else end
+    return f"dimension {dim}, {where}, from {start} to {end}, step {step}"
+
+
 def _is_full_slice(node: torch.fx.Node) -> bool:
     """aten.slice.Tensor(x, dim, start, end, step) that keeps every element of x along dim."""
     _, _dim, start, end, step = (list(node.args) + [0, None, None, 1][len(node.args) - 1:])[:5]
@@ -526,7 +646,9 @@ def spec_export(recipe: str) -> torch.export.ExportedProgram:
     if recipe not in _SPEC_EXPORTS:
         with quiet():
             args = inputs(recipe)
-            dims = tuple({0: torch.export.Dim(f"batch{i}")} for i in range(len(args)))
+            low = ZOO[recipe].min_batch
+            dims = tuple({0: torch.export.Dim(f"batch{i}", **({"min": low} if low else {}))}
+                         for i in range(len(args)))
             ep = torch.export.export(build(recipe), args, dynamic_shapes=dims)
             _SPEC_EXPORTS[recipe] = ep.run_decompositions(spec_table())
     return copy.deepcopy(_SPEC_EXPORTS[recipe])

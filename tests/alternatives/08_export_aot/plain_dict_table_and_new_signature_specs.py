@@ -79,8 +79,10 @@ def legalise(gm) -> int:
             continue
         node.target, node.args, node.kwargs = aten.view.default, (node.args[0], sizes), {}
         count += 1
-    for node in reversed(list(gm.graph.nodes)):
-        if node.target is aten.sym_size.int and not node.users:
+    for node in reversed(list(gm.graph.nodes)):  # sizes computed on the host that nothing reads, last first
+        size_math = node.target is aten.sym_size.int or (
+            node.op == "call_function" and isinstance(node.meta.get("val"), torch.SymInt))
+        if size_math and not node.users:
             gm.graph.erase_node(node)
     gm.recompile()
     return count
