@@ -78,8 +78,8 @@ def test_kata9_lesson_quotes_mobilenets_measured_sensitivity():
                       r"first calibration batch, against ([\d.]+) before the step\)", lesson)
     assert tried, "the lesson's sentence on the starts tried has changed shape: update this test with it"
     assert _numbers(tried.group(1)) == figures["starts tried dB"][1:], f"measured starts: {figures['starts tried dB']}"
-    assert _numbers(tried.group(3) + " " + tried.group(4)) == [figures["sqnr dB"],
-                                                              figures["every layer int8, first batch dB"]]
+    assert [float(tried.group(3)), float(tried.group(4))] == [figures["sqnr dB"],
+                                                             figures["every layer int8, first batch dB"]]
     assert f"quantized whole it is {figures['every layer int8 dB']} dB from float over its four calibration " \
            f"batches ({figures['every layer int8, first batch dB']} dB on the first" in lesson
     words = ["none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
