@@ -1013,6 +1013,12 @@ def verify(ctx, case: Case, method: str, *, brief: bool = False, dynamic: bool =
                 captured.run(*inputs2)  # the capture runs at this size without capturing again
         except CaptureError:
             eager2 = None  # the capture specialized the batch (a guard): no second size to run
+            # Dynamo captured a second graph for the second size (a batch equal to a feature size shares its
+            # symbol), and a capture that did refuses every later run: the pass gets a fresh one
+            captured = programs.capture_any(model, inputs, method, dynamic=dynamic)
+            gm = captured.gm
+            if case.edit is not None:
+                case.edit(gm)
     form = form_of(gm, method)
     meta_key = meta_key_of(gm)
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]

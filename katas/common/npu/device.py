@@ -33,7 +33,8 @@ tensors go in, program handles and tensors come back, and everything the device 
 - `DEVICE` (the one NPU) keeps `DEVICE.stats`: programs compiled, compile errors, runs, runtime errors,
   launches, every node that ran, ops run by canonical name, bytes each way (constants and per-run inputs
   apart), programs resident and released, and an estimated time. `DEVICE.reset()` zeroes the counters;
-  `DEVICE.release_all()` empties program memory.
+  `DEVICE.release_all()` empties program memory (every program on the device, other code's included).
+  `DEVICE.free_program_slots()` says how many more programs fit now.
 - The int8 mode (kata 9): two more kernels, `kata.int8_linear` and `kata.int8_add` (NPU_INT8_OPS, registered as
   ops by katas/common/npu/int8.py), compute on int8 tensors with integer arithmetic: products accumulate in
   int32, a float32 bias is rounded to int32 at the scale input_scale * weight_scale, and the result is
@@ -257,6 +258,7 @@ class NPUStats:
     estimated_us: float = 0.0
     programs_released: int = 0  # by program.release(), garbage collection or DEVICE.release_all()
     programs_resident: int = 0  # in program memory now (not a counter: DEVICE.reset() keeps it)
+    release_all_calls: int = 0  # DEVICE.release_all() calls (under the checker an attempt's call is refused, and counted)
     max_resident_programs: int = MAX_RESIDENT_PROGRAMS
 
     def summary(self) -> str:
@@ -296,9 +298,15 @@ class NPUDevice:
 
     def release_all(self) -> None:
         """Empty program memory, as a device reset does: every program is released (calling one raises
-        NPURuntimeError). Statistics are kept."""
+        NPURuntimeError), whoever compiled it. Statistics are kept."""
+        self.stats.release_all_calls += 1
         for program_id in list(self._resident):
             self._release(program_id)
+
+    def free_program_slots(self) -> int:
+        """How many more programs program memory holds now (programs whose last handle is unreachable garbage
+        still hold their slot until the garbage collector frees them)."""
+        return self.max_resident_programs - len(self._resident)
 
     def _sync_memory_stats(self) -> None:
         self.stats.programs_resident = len(self._resident)
@@ -598,9 +606,10 @@ class NPUProgram:
 class KeptPrograms:
     """Compiled programs kept by key for a runtime that compiles on first use (one program per input signature: the
     device is shape-static), least recently used first out. At most `size` are kept (None: as many as the device
-    holds); the least recently used one is released to make room, and again whenever the device's program memory
-    is full. "Used" is `get`: a program found or compiled under its key. A kept program the device released since
-    is compiled again. When memory is full and nothing is kept, `get` raises the device's NPUCompileError."""
+    holds); the least recently used one is released to make room: before compiling when the device's program
+    memory is full (so a full device is not asked to compile first), and again whenever NPU.compile says memory is
+    full. "Used" is `get`: a program found or compiled under its key. A kept program the device released since is
+    compiled again. When memory is full and nothing is kept, `get` raises the device's NPUCompileError."""
 
     def __init__(self, size: int | None = None) -> None:
         self.size = size
@@ -619,6 +628,10 @@ class KeptPrograms:
             self._programs[key] = kept  # now the newest
             return kept
         while self.size is not None and len(self._programs) >= self.size:
+            self._release_oldest()
+        # A compile on a full device first collects garbage (a dropped handle's slot may come back), which costs a
+        # full garbage collection per program once memory stays full; releasing our oldest first skips that.
+        while self._programs and DEVICE.free_program_slots() <= 0:
             self._release_oldest()
         while True:
             try:
@@ -691,8 +704,13 @@ class DeviceClient(NPUDevice):
         raise RuntimeError("DEVICE.inject_fault() is for the checks (here the NPU belongs to the checker's process)")
 
     def release_all(self) -> None:
-        """Release every program this process compiled."""
-        self._request("npu.release_all")
+        self._request("npu.release_all")  # counted, not done: the device's memory holds other code's programs too
+        raise RuntimeError("DEVICE.release_all() is for the checks: it would empty the whole NPU, programs of other "
+                           "code included. Release only the programs your backend compiled (program.release(), or "
+                           "KeptPrograms.release_all() for your own cache)")
+
+    def free_program_slots(self) -> int:
+        return int(self._request("npu.free_program_slots"))
 
     def compile(self, gm: torch.fx.GraphModule, example_inputs: list, name: str) -> "NPUProgram":
         self.busy = True
@@ -756,12 +774,20 @@ class DeviceService:
 
     def handlers(self) -> dict[str, Callable[..., Any]]:
         return {"npu.hello": self.hello, "npu.compile": self.compile, "npu.compile_error": self.compile_error,
-                "npu.run": self.run, "npu.release": self.release, "npu.release_all": self.release_all,
-                "npu.resident": self.resident, "npu.stats": self.stats}
+                "npu.run": self.run, "npu.release": self.release, "npu.release_all": self.refuse_release_all,
+                "npu.free_program_slots": self.free_program_slots, "npu.resident": self.resident,
+                "npu.stats": self.stats}
 
     def hello(self) -> None:
         """A new worker: the programs of the one before it lost their last handle when it ended."""
         self.release_all()
+
+    def refuse_release_all(self) -> None:
+        """The worker called DEVICE.release_all(): count it where the checks read it (the client raises)."""
+        DEVICE.stats.release_all_calls += 1
+
+    def free_program_slots(self) -> int:
+        return DEVICE.free_program_slots()
 
     def stats(self) -> NPUStats:
         import copy
