@@ -731,10 +731,11 @@ def _same_names_cases() -> tuple[Case, ...]:
 
 STATE_NOTE = ("This check runs several graphs through your pass one after another, in one process, and the same names "
               "mean other things in each: fc0 an nn.Linear, then a ScaledLinear (forward: 0.5 * linear, no Linear); "
-              "act1 an nn.GELU, then a ShiftedGELU (no GELU); mm = mm(x, w) (no Linear), then mm(x, t(w)). "
-              "Decide every match from the graph you are given, on each call anew: keep no state between calls (a "
-              "module-level cache keyed by a module's name, a target or a node name carries one graph's answer into "
-              "the next).")
+              "act1 an nn.GELU, then a ShiftedGELU (its forward overrides nn.GELU.forward: no GELU); mm = mm(x, w) "
+              "(no Linear), then mm(x, t(w)). Two faults look alike here: a rule misjudged on this graph alone (the "
+              "first line names the node and why), or state kept between calls (a module-level cache keyed by a "
+              "module's name, a target or a node name carries one graph's answer into the next). Decide every match "
+              "from the graph you are given, on each call anew.")
 
 
 class DeadBystander(nn.Module):
@@ -937,7 +938,10 @@ def check_recorded_values(gm: torch.fx.GraphModule, key: str | None, dtype: torc
                f"{tuple(got.shape)} and dtype {got.dtype}; it computes {tuple(want)} in {x_val.dtype}, the graph's "
                f"dtype (x {tuple(x_val.shape)} times weight {tuple(w_val.shape)} transposed). The recorded value must "
                f"have the fused output's shape and the graph's dtype: copy the meta of the node whose value the fused "
-               f"node now produces (a fake tensor made anew gets torch's default dtype, float32).")
+               f"node now produces"
+               + (" (a fake tensor made anew gets torch's default dtype, float32)." if got.dtype != x_val.dtype else
+                  " -- with the views dropped, that is the GELU's, not the flattened product's."
+                  if len(got.shape) != len(want) else "."))
 
 
 def second_size_inputs(inputs: tuple, method: str) -> tuple:
@@ -1330,6 +1334,9 @@ def symbolic_batch_view_sandwich_fuses(ctx):
     verify(ctx, SHARED_INPUT_MIXED_3D, "export_core", dynamic=True)  # b's views read them to the end
     # Dynamo passes the sizes in as placeholders nothing reads (s77, s27): the graph runs only if they stay
     verify(ctx, ONE_PAIR_3D, "dynamo", dynamic=True)
+    # aot_autograd passes them in as placeholders only the views' size arithmetic reads: a pass that drops the views
+    # leaves them unread, and a clean-up that follows the dropped nodes to their inputs must stop at them
+    verify(ctx, ONE_PAIR_3D, "aot_autograd", dynamic=True)
     if ctx.deep:
         verify(ctx, ONE_PAIR_3D, "export_core", dynamic=True)
         for case in (SHARED_INPUT_3D, SHARED_INPUT_MIXED_3D):
@@ -1608,6 +1615,20 @@ class NearMisses(nn.Module):
         return sum(near) + z * 0.5 * (torch.tanh(u) + 1)
 
 
+class WrittenOutReads(nn.Module):
+    """The written-out GELU whatever it reads: its tanh of another Linear's output, of the graph's input, and a
+    formula whose x is the graph's input while its tanh reads the Linear. Each is written_out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.other = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x):
+        z, y = self.fc(x), self.other(x)
+        return (0.5 * z * (1 + torch.tanh(y)) + 0.5 * z * (1 + torch.tanh(x))
+                + 0.5 * x * (1 + torch.tanh(_inner(z))))
+
+
 class EveryReason(nn.Module):
     """One GELU of each reason a GELU node can have, in this order: other_readers (fc0's output is also added),
     safe (fc1 -> GELU(tanh)), not_a_linear (a GELU of a ReLU), not_a_linear (a GELU of Conv1D), not_a_linear (a
@@ -1672,6 +1693,9 @@ ONE_SAFE_PAIR = ReportCase("fc -> GELU", lambda: nn.Sequential(nn.Linear(4, 4), 
                            ONE_PER_FORM)
 SUBCLASS_THEN_GELU = ReportCase("a Linear subclass that overrides forward -> nn.GELU", SubclassThenGelu, (3, 4),
                                 ("not_a_linear",), ("symbolic_trace",))
+WRITTEN_OUT_READS = ReportCase("0.5 * z * (1 + tanh(y)) + 0.5 * z * (1 + tanh(x)) + 0.5 * x * (1 + tanh(inner(z))), "
+                               "z = fc(x), y = other(x)", WrittenOutReads, (3, 4), ("written_out",) * 3,
+                               ("symbolic_trace", "dynamo", "make_fx", "export_core"))
 SPELLING_CASES = [ReportCase(f"fc -> the written-out GELU ({spelling})", lambda s=spelling: WrittenOutSpelling(s),
                              (3, 4), ("written_out",), ("symbolic_trace", "dynamo", "make_fx"))
                   for spelling in WRITTEN_OUT_SPELLINGS]
@@ -1808,8 +1832,8 @@ def report_gives_each_gelu_its_reason(ctx):
 
 @CHECKS.check(stage="report", weight=2)
 def report_finds_the_written_out_gelu_in_every_spelling(ctx):
-    "the written-out GELU in every spelling: x * 0.5 or 0.5 * x, tanh + 1 or 1 + tanh, operators, torch.mul, methods"
-    for case in SPELLING_CASES:
+    "the written-out GELU in every spelling: x * 0.5 or 0.5 * x, tanh + 1 or 1 + tanh, operators, torch.mul, methods; whatever it reads"
+    for case in (*SPELLING_CASES, WRITTEN_OUT_READS):
         for method in case.captures:
             check_report(ctx, case, method)
 
