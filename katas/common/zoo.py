@@ -319,3 +319,17 @@ class ShiftedGELU(nn.GELU):
 
     def forward(self, x):
         return super().forward(x - 0.5)
+
+
+class KeepsKeepsGELU(KeepsGELU):
+    """Depth 2, keeps nn.GELU.forward through its parent: a GELU."""
+
+
+class InheritsShiftedGELU(ShiftedGELU):
+    """Depth 2, defines no forward of its own but inherits ShiftedGELU's: no GELU."""
+
+
+class RestoresGELU(ShiftedGELU):
+    """Depth 2, whose forward is nn.GELU.forward again (assigned in its body): a GELU."""
+
+    forward = nn.GELU.forward

@@ -689,6 +689,37 @@ USER_SUBCLASSES = Case(
          "user subclasses whole (is_leaf_module), or in a hand-built graph.")
 
 
+class DeepSubclasses(nn.Module):
+    """Subclasses two levels below nn.Linear / nn.GELU: their kind is their class's forward, read through every base
+    (a parent that overrides forward, a child that assigns the base's forward back)."""
+
+    def __init__(self):
+        super().__init__()
+        from katas.common.zoo import (InheritsScaledLinear, InheritsShiftedGELU, KeepsKeepsGELU, KeepsKeepsLinear,
+                                      RestoresGELU, RestoresLinear)
+
+        self.fc0, self.act0 = KeepsKeepsLinear(4, 5), KeepsKeepsGELU(approximate="tanh")  # both keep forward
+        self.fc1, self.act1 = InheritsScaledLinear(5, 5), nn.GELU()  # fc1's forward: ScaledLinear's, 0.5 * linear
+        self.fc2, self.act2 = nn.Linear(5, 5), InheritsShiftedGELU()  # act2's forward: ShiftedGELU's, gelu(x - 0.5)
+        self.fc3, self.act3 = RestoresLinear(5, 3), RestoresGELU()  # forward = nn.Linear.forward / nn.GELU.forward
+
+    def forward(self, x):
+        for i in range(4):
+            x = getattr(self, f"act{i}")(getattr(self, f"fc{i}")(x))
+        return x
+
+
+DEEP_SUBCLASSES = Case(
+    "act3(fc3(act2(fc2(act1(fc1(act0(fc0(x)))))))): fc0 a KeepsKeepsLinear and act0 a KeepsKeepsGELU('tanh') (keep "
+    "their base's forward through their parent); fc1 an InheritsScaledLinear (inherits ScaledLinear's forward, 0.5 * "
+    "linear); act2 an InheritsShiftedGELU (inherits ShiftedGELU's forward, gelu(x - 0.5)); fc3 a RestoresLinear and "
+    "act3 a RestoresGELU (children of the overriding classes whose forward is the base's again)",
+    DeepSubclasses, (3, 4), linears=4, gelus=4, fused=("none", "tanh"),
+    note="A module is a Linear (a GELU) when type(module).forward is nn.Linear.forward (nn.GELU.forward): the forward "
+         "its class ends up with, through every base -- not whether its parent is nn.Linear, nor whether its own "
+         "class body defines a forward.")
+
+
 class SameNames(nn.Module):
     """fc0 -> act0 -> fc1 -> act1, the classes chosen per instance: graphs in which the same names (`fc0`, `act1`)
     mean different modules."""
@@ -1466,8 +1497,9 @@ def linear_subclass_fuses_only_with_linear_forward(ctx):
 
 @CHECKS.check(stage="safety", weight=2)
 def gelu_subclass_fuses_only_with_gelu_forward(ctx):
-    "nn.Linear / nn.GELU subclasses kept whole by a custom Tracer fuse only if they keep their base's forward"
+    "nn.Linear / nn.GELU subclasses kept whole by a custom Tracer, at depth 1 and 2, fuse only if they keep their base's forward"
     verify(ctx, USER_SUBCLASSES, LEAF_TRACER)
+    verify(ctx, DEEP_SUBCLASSES, LEAF_TRACER)
     if ctx.deep:
         verify_each(ctx, [USER_SUBCLASSES], ["symbolic_trace", "make_fx"])
 
