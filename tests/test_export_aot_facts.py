@@ -110,6 +110,11 @@ def test_step_1_a_dims_min_of_2_still_runs_batch_1_a_min_of_3_and_a_max_are_guar
         return torch.export.export(model, (x,), dynamic_shapes=({0: Dim("b", **bounds)},)).module()
 
     assert with_dim(min=2)(torch.randn(1, 4)).shape == (1, 3)
+    ranges = {what: [(r.lower, str(r.upper)) for r in torch.export.export(
+        model, (x,), dynamic_shapes=({0: dim},)).range_constraints.values()]
+        for what, dim in (("named", Dim("b")), ("dynamic", Dim.DYNAMIC), ("min 2", Dim("b", min=2)))}
+    assert ranges == {"named": [(0, "int_oo")], "dynamic": [(2, "int_oo")], "min 2": [(2, "int_oo")]}
+    assert torch.export.export(model, (x,), dynamic_shapes=({0: Dim.DYNAMIC},)).module()(torch.randn(1, 4)).shape == (1, 3)
     with pytest.raises(AssertionError, match=r"Guard failed"):
         with_dim(min=3)(torch.randn(2, 4))
     with pytest.raises(AssertionError, match=r"Guard failed: .*<= 4"):
