@@ -10,6 +10,7 @@ _ref = load_reference("05_npu_backend", "backend.py")
 npu_backend = _ref.npu_backend
 
 KILLED_BY = (
+    "changed_weights_are_uploaded_again",
     "dynamo_config_left_alone",
     "int_arguments_are_part_of_the_signature",
     "new_batch_sizes_run_on_npu",
