@@ -52,6 +52,21 @@ def test_infinite_loop_times_out_after_its_cpu_seconds_and_keeps_finished_checks
     assert result.duration_s < WALL_FACTOR * 5 + 10
 
 
+def test_the_checkers_start_up_is_not_charged_to_the_attempt():
+    """The limit counts from the moment the attempt is imported and its checks begin ("ready"): importing torch and
+    Dynamo twice (checks process and worker) costs more than 2 CPU seconds on every machine measured, so a limit of
+    2 passes only because the start-up is not charged (checker/run/runner.py, STARTUP_CPU_SECONDS)."""
+    result = run_kata(KATA1, KATA1.solution_path, only=ONE_CHECK, time_limit=2)
+    assert result.status == "pass", result.message
+    assert result.timings.get("imports", 0) + result.timings.get("worker", 0) > 0
+
+
+def test_a_loop_at_import_times_out_and_says_it_was_importing():
+    result = run_kata(KATA1, ATTEMPTS_DIR / "loops_at_import.py", only=ONE_CHECK, time_limit=3)
+    assert result.status == "timeout"
+    assert "3 s of computing time while your file was being imported" in result.message, result.message
+
+
 def test_an_attempt_that_waits_is_stopped_by_the_wall_clock_backstop():
     result = run_kata(KATA1, ATTEMPTS_DIR / "waits_forever.py", only=ONE_CHECK, time_limit=4)
     assert result.status == "timeout"

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 WALL_FACTOR = 3  # a run this many times its CPU-second limit in wall-clock seconds is stopped all the same
+# CPU seconds a checks process may spend before its checks begin, on top of the time limit: importing torch,
+# Dynamo and the kata's code in the checks process and again in the attempt's worker (about 9 s in all under
+# bubblewrap on a slow machine), and the attempt's own import. The time limit counts from the "ready" event, so
+# the checker's start-up, which the learner cannot change, does not eat into the attempt's time.
+STARTUP_CPU_SECONDS = 30.0
 POLL_SECONDS = 0.25  # how often a running checks process's CPU time is read
 
 
@@ -102,22 +107,31 @@ class _EventReader(threading.Thread):
     """Drains one child's results pipe while it runs (a pipe that fills up would stall the child), handing each
     event to `on_event` as it arrives when one is given (a live report: checker/run/live.py)."""
 
-    def __init__(self, fd: int, on_event: "Callable[[dict], None] | None" = None) -> None:
+    def __init__(self, fd: int, on_event: "Callable[[dict], None] | None" = None, pid: int | None = None) -> None:
         super().__init__(daemon=True, name="fx-katas-events")
         self.fd = fd
         self.lines: list[str] = []
         self.on_event = on_event
+        self.pid = pid  # the checks process, whose CPU seconds are read when it says it is ready
+        # CPU seconds and monotonic time when the checks process said "ready" (the attempt imported, its checks
+        # about to begin): the time limit counts from here (STARTUP_CPU_SECONDS)
+        self.ready_cpu: float | None = None
+        self.ready_at: float | None = None
 
     def run(self) -> None:
         with os.fdopen(self.fd, "r", encoding="utf-8", errors="replace") as pipe:
             for line in pipe:
                 self.lines.append(line)
-                if self.on_event is not None:
-                    for event in _parse_events([line]):
-                        try:
-                            self.on_event(event)
-                        except Exception:  # noqa: BLE001 - a display that fails must not lose the verdict
-                            self.on_event = None
+                for event in _parse_events([line]):
+                    if event.get("event") == "ready" and self.ready_at is None:
+                        self.ready_cpu = tree_cpu_seconds(self.pid) if self.pid is not None else 0.0
+                        self.ready_at = time.monotonic()
+                    if self.on_event is None:
+                        continue
+                    try:
+                        self.on_event(event)
+                    except Exception:  # noqa: BLE001 - a display that fails must not lose the verdict
+                        self.on_event = None
 
 
 # Children of run_kata calls still running, so that stop_running() can end them all (Ctrl-C in run_many) and
@@ -158,6 +172,7 @@ class _Shard:
     asked_at: float = 0.0  # time.time() when the checks process was asked for
     timed_out: bool = False
     cpu_seconds: float = 0.0  # what it and its processes had spent when last measured (checker/core/cpu_time.py)
+    charged_seconds: float = 0.0  # of those, what counts against the time limit (after "ready"; see _charged)
     events: list = field(default_factory=list)
     output: str = ""
     running: str | None = None  # the check it was running when it stopped, if it stopped early
@@ -230,18 +245,32 @@ def _spawn(kata: Kata, attempt: Path, tmp: Path, index: int, count: int, *, seed
             _RUNNING.add(proc)
     finally:
         os.close(write_fd)
-    reader = _EventReader(read_fd, on_event)
+    reader = _EventReader(read_fd, on_event, pid=proc.pid)
     reader.start()
     return _Shard(proc, reader, output_path, asked_at=asked_at)
 
 
+def _over_limit(shard: _Shard, limit: float, started: float) -> bool:
+    """Whether `shard` has used up its time: `limit` CPU seconds (itself and every process it started,
+    checker/core/cpu_time.py) since it said "ready", or STARTUP_CPU_SECONDS more before that; or WALL_FACTOR times
+    as many wall-clock seconds. CPU seconds, not wall-clock ones, so that a busy machine does not turn a correct
+    attempt into a timeout; the wall-clock backstop stops an attempt that waits instead of computing. Without
+    /proc (macOS) the limit is wall time."""
+    shard.cpu_seconds = tree_cpu_seconds(shard.proc.pid)
+    factor = WALL_FACTOR if can_measure() else 1
+    if shard.reader.ready_at is None:
+        shard.charged_seconds = max(0.0, shard.cpu_seconds - STARTUP_CPU_SECONDS)
+        wall, wall_limit = time.monotonic() - started, factor * (limit + STARTUP_CPU_SECONDS)
+    else:
+        shard.charged_seconds = max(0.0, shard.cpu_seconds - (shard.reader.ready_cpu or 0.0))
+        wall, wall_limit = time.monotonic() - shard.reader.ready_at, factor * limit
+    return shard.charged_seconds >= limit or wall >= wall_limit
+
+
 def _wait_all(shards: list[_Shard], limit: float) -> None:
-    """Wait for every shard until it finishes, has spent `limit` CPU seconds (itself and every process it
-    started, checker/core/cpu_time.py) or has run WALL_FACTOR × `limit` wall-clock seconds; end each in any case
-    (Ctrl-C included). CPU seconds, not wall-clock ones, so that a busy machine does not turn a correct attempt
-    into a timeout; the wall-clock backstop stops an attempt that waits instead of computing."""
+    """Wait for every shard until it finishes or uses up its time (_over_limit); end each in any case (Ctrl-C
+    included)."""
     started = time.monotonic()
-    wall_limit = WALL_FACTOR * limit if can_measure() else limit  # no /proc (macOS): the limit is wall time
     running = list(shards)
     try:
         while running:
@@ -249,8 +278,7 @@ def _wait_all(shards: list[_Shard], limit: float) -> None:
                 if shard.proc.poll() is not None:
                     running.remove(shard)
                     continue
-                shard.cpu_seconds = tree_cpu_seconds(shard.proc.pid)
-                if shard.cpu_seconds >= limit or time.monotonic() - started >= wall_limit:
+                if _over_limit(shard, limit, started):
                     shard.timed_out = True
                     running.remove(shard)
             if running:
@@ -462,6 +490,12 @@ def _apply_events(result: KataResult, results: dict[str, CheckResult], shard: _S
     shard.running = running.id if running else None
 
 
+def _importing_attempt(shard: _Shard) -> bool:
+    """The shard's worker was importing the attempt when it stopped: the reference had loaded, "ready" not come."""
+    phases = {e.get("phase") for e in shard.events if e.get("event") == "phase"}
+    return "load_reference" in phases and shard.reader.ready_at is None
+
+
 def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> None:
     by_id = {c.id: c for c in result.checks}
     result.score = sum(c.weight for c in result.checks if c.status == "pass")
@@ -473,7 +507,9 @@ def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> No
         result.status = "timeout"
         running = [by_id[s.running] for s in timed_out if s.running in by_id]
         where = f" while running check '{running[0].name}'" if running else ""
-        if any(s.cpu_seconds >= limit for s in timed_out):
+        if not running and any(_importing_attempt(s) for s in timed_out):
+            where = " while your file was being imported (its top-level code)"
+        if any(s.charged_seconds >= limit for s in timed_out):
             result.message = (f"the checks did not finish within {limit:g} s of computing time{where}: look for "
                               f"an infinite loop or a very slow step")
             stopped = f"still running after {limit:g} s of computing time (the time limit)"
@@ -482,7 +518,7 @@ def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> No
                               f"code that waits, or a very slow step")
             stopped = f"still running after the {limit:g} s time limit"
         else:
-            spent = max(s.cpu_seconds for s in timed_out)
+            spent = max(s.charged_seconds for s in timed_out)
             result.message = (f"the checks ran {WALL_FACTOR * limit:g} s without finishing{where}, and computed "
                               f"for only {spent:.0f} s of them: the attempt waits (input(), time.sleep, a lock or "
                               f"queue nothing releases), or other work kept this machine busy (then run it again)")

@@ -340,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             hello = worker.load()
             phase("import_attempt")
+            events.emit(event="ready")  # the time limit counts from here (checker/run/runner.py, STARTUP_CPU_SECONDS)
         except ChannelBroken as broken:
             events.emit(event="import_error", file=str(attempt_path), line=None, message=str(broken), detail="")
             return 0
