@@ -129,6 +129,13 @@ def test_step_2_a_numeric_end_on_the_batch_is_kept_and_needs_a_batch_that_long()
     (slice_node,) = [n for n in ep.graph.nodes if n.target is aten.slice.Tensor]
     assert list(slice_node.args[1:]) == [0, 0, 3]
     assert ep.module()(torch.randn(7, 4)).shape == (3, 4)
+    # Dim.DYNAMIC takes the slice's bound silently: at least 3, so batch 1 is refused when the program runs
+    ep = torch.export.export(Lambda(lambda h: h[:3].relu()), (torch.randn(3, 4),),
+                             dynamic_shapes=({0: Dim.DYNAMIC},))
+    (bounds,) = ep.range_constraints.values()
+    assert (bounds.lower, str(bounds.upper)) == (3, "int_oo")
+    with pytest.raises(Exception, match=r"size\(\)\[0\] >= 3"):
+        ep.module()(torch.randn(1, 4))
 
 
 def test_step_2_a_size_computed_from_the_batch_is_symbolic_flatten_0_1_views_to_2_s_by_4():

@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 from katas.common.capture import DYNAMIC_CAPTURES, Captured, capture
-from katas.common.zoo import KeepsGELU, KeepsLinear, ScaledLinear, ShiftedGELU
+from katas.common.zoo import (InheritsScaledLinear, InheritsShiftedGELU, KeepsGELU, KeepsKeepsGELU, KeepsKeepsLinear,
+                              KeepsLinear, RestoresGELU, RestoresLinear, ScaledLinear, ShiftedGELU)
 
 LEAF_TRACER = "symbolic_trace_leaf_subclasses"
 LEAF_TRACER_TEXT = "symbolic_trace with a custom fx.Tracer whose is_leaf_module keeps nn.Linear / nn.GELU subclasses whole"
@@ -42,9 +43,21 @@ BATCHES = {2: (3,), 3: (2, 3), 4: (2, 3, 4)}
 # rank -> leading dimensions all equal: at the example size a regrouping reshape has the input's own batch sizes, so
 # only a symbolic batch tells it from a flatten-and-restore (a proof by the example's values says "identity")
 SQUARE_BATCHES = {2: (3,), 3: (3, 3), 4: (3, 3, 3)}
-LINEAR_FORMS = ("module", "functional", "module_keeps", "module_overrides", "matmul_flatten", "matmul_regroup",
-                "matmul_no_input_view", "matmul_refeature")
-GELU_FORMS = ("module", "functional", "module_keeps", "module_overrides")
+# module forms: (the Linear's class, the GELU's class, whether the class's forward is its base's, what a
+# counterexample says of it). The kind is read through the whole chain of bases: a depth-2 subclass keeps the
+# base's forward through its parent, inherits an overriding parent's, or assigns the base's forward back.
+MODULE_FORMS = {
+    "module": (nn.Linear, nn.GELU, True, ""),
+    "module_keeps": (KeepsLinear, KeepsGELU, True, "keeps {base}.forward"),
+    "module_keeps_deep": (KeepsKeepsLinear, KeepsKeepsGELU, True, "keeps {base}.forward through its parent"),
+    "module_overrides": (ScaledLinear, ShiftedGELU, False, "overrides forward: {what}"),
+    "module_inherits_override": (InheritsScaledLinear, InheritsShiftedGELU, False,
+                                 "inherits its parent's overriding forward: {what}"),
+    "module_restores": (RestoresLinear, RestoresGELU, True, "forward = {base}.forward, below an overriding parent"),
+}
+LINEAR_FORMS = (*MODULE_FORMS, "functional", "matmul_flatten", "matmul_regroup", "matmul_no_input_view",
+                "matmul_refeature")
+GELU_FORMS = (*MODULE_FORMS, "functional")
 # "size": an aten.sym_size.int of the Linear's output, added to the captured graph by hand (no capture makes one on
 # torch 2.13), whose value multiplies the graph's first output; "inplace": z.add_(1.0) right after the Linear, whose
 # result nobody reads (symbolic_trace and Dynamo keep it as an unread call_method reading z; the aten captures
@@ -93,7 +106,8 @@ class PairSpec:
     between: bool = False
 
     def safe(self) -> bool:
-        return (self.reader == "none" and self.linear != "module_overrides" and self.gelu != "module_overrides")
+        return (self.reader == "none" and MODULE_FORMS.get(self.linear, (None, None, True))[2]
+                and MODULE_FORMS.get(self.gelu, (None, None, True))[2])
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,15 @@ def refeature_split(width: int) -> int:
     return 2 if width % 2 == 0 else width
 
 
+def module_text(form: str, which: int, call: str) -> str:
+    """A module form as a counterexample writes it: `KeepsLinear(4, 3, bias=True)(h)  # keeps nn.Linear.forward`."""
+    cls, note = MODULE_FORMS[form][which], MODULE_FORMS[form][3]
+    base = ("nn.Linear", "nn.GELU")[which]
+    name = base if cls in (nn.Linear, nn.GELU) else cls.__name__
+    what = ("0.5 * linear", "gelu(z - 0.5)")[which]
+    return f"{name}{call}" + (f"  # {note.format(base=base, what=what)}" if note else "")
+
+
 def expected_counts(program: PairProgram) -> tuple[int, int, tuple[str, ...]]:
     """(linears, gelus, sorted approximate of each safe pair), from the design."""
     return (len(program.pairs), len(program.pairs) + sum(p.reader == "gelu" for p in program.pairs),
@@ -141,9 +164,8 @@ class Program(nn.Module):
         width = program.in_features
         for i, pair in enumerate(program.pairs):
             bias = pair.bias != "absent"
-            if pair.linear in ("module", "module_keeps", "module_overrides"):
-                cls = {"module": nn.Linear, "module_keeps": KeepsLinear, "module_overrides": ScaledLinear}[pair.linear]
-                setattr(self, f"fc{i}", cls(width, pair.out_features, bias=bias))
+            if pair.linear in MODULE_FORMS:
+                setattr(self, f"fc{i}", MODULE_FORMS[pair.linear][0](width, pair.out_features, bias=bias))
             elif pair.linear == "matmul_refeature":  # reads width // k features per row: k rows per input row
                 k = refeature_split(width)
                 setattr(self, f"w{i}", nn.Parameter(torch.randn(pair.out_features, width // k) / (width // k) ** 0.5))
@@ -152,8 +174,7 @@ class Program(nn.Module):
                 if bias and pair.linear == "functional":
                     setattr(self, f"b{i}", nn.Parameter(torch.randn(pair.out_features)))
             if pair.gelu != "functional":
-                cls = {"module": nn.GELU, "module_keeps": KeepsGELU, "module_overrides": ShiftedGELU}[pair.gelu]
-                setattr(self, f"act{i}", cls(approximate=pair.approximate))
+                setattr(self, f"act{i}", MODULE_FORMS[pair.gelu][1](approximate=pair.approximate))
             width = pair.out_features * (refeature_split(width) if pair.linear == "matmul_refeature" else 1)
 
     def forward(self, x):
@@ -181,7 +202,7 @@ class Program(nn.Module):
         return (h, *returned) if returned else h
 
     def _linear(self, i: int, pair: PairSpec, h, sides: list):
-        if pair.linear in ("module", "module_keeps", "module_overrides"):
+        if pair.linear in MODULE_FORMS:
             return getattr(self, f"fc{i}")(h)
         w = getattr(self, f"w{i}")
         w_t = w.t if pair.transpose == "t" else (lambda: w.permute(*PERMUTE_DIMS[pair.transpose]))
@@ -263,9 +284,7 @@ def program_text(program: PairProgram) -> str:
     for i, p in enumerate(program.pairs):
         b = p.bias != "absent"
         linear = {
-            "module": f"nn.Linear({width}, {p.out_features}, bias={b})(h)",
-            "module_keeps": f"KeepsLinear({width}, {p.out_features}, bias={b})(h)  # keeps nn.Linear.forward",
-            "module_overrides": f"ScaledLinear({width}, {p.out_features}, bias={b})(h)  # overrides forward: 0.5 * linear",
+            **{form: module_text(form, 0, f"({width}, {p.out_features}, bias={b})(h)") for form in MODULE_FORMS},
             "functional": {"positional": f"F.linear(h, w{i}, b{i})", "keyword": f"F.linear(h, w{i}, bias=b{i})",
                            "absent": f"F.linear(h, w{i})"}[p.bias],
             "matmul_flatten": f"(h.reshape(-1, {width}) @ w{i}.t()).reshape(*h.shape[:-1], {p.out_features})",
@@ -284,10 +303,8 @@ def program_text(program: PairProgram) -> str:
             linear = linear.replace(f"w{i}.t()", spelled)
             if p.between and "reshape(*" in linear and p.linear != "matmul_refeature":
                 linear += f"  # r{i} = relu(h).mean() computed between the product and its reshape"
-        gelu = {"module": "nn.GELU", "module_keeps": "KeepsGELU", "module_overrides": "ShiftedGELU"}.get(p.gelu)
-        gelu = (f"{gelu}(approximate={p.approximate!r})(z{i})" + ("  # overrides forward: gelu(z - 0.5)"
-                                                                   if p.gelu == "module_overrides" else "")
-                if gelu else f"F.gelu(z{i}, approximate={p.approximate!r})")
+        gelu = (module_text(p.gelu, 1, f"(approximate={p.approximate!r})(z{i})") if p.gelu in MODULE_FORMS
+                else f"F.gelu(z{i}, approximate={p.approximate!r})")
         lines.append(f"z{i} = {linear}")
         if p.reader == "inplace":
             lines.append(f"z{i}.add_(1.0)  # in place: its result is read by nobody, yet it changes z{i}")

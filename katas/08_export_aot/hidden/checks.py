@@ -114,10 +114,11 @@ def _why_it_failed(error: str) -> str:
                 "legalise removes no cast: a cast is real work, not an alias. README.md, 'Step 2'.")
     if "is invalid for input of size" in error:
         return ("\nA view's sizes do not fit the tensor's number of elements: the sizes legalise wrote hold an "
-                "example's size where the graph's size is symbolic. Every SymInt in node.meta[\"val\"].shape is the "
+                "example's size where the graph's size is symbolic. A SymInt in node.meta[\"val\"].shape is the "
                 "batch, written -1 wherever it sits: the batch of any input (each has a symbol of its own), bare "
-                "(s77) or computed from it (2*s77 after flatten(0, 1)); int() of it is the example's. README.md, "
-                "'Step 2'.")
+                "(s77) or computed from it (2*s77 after flatten(0, 1)); int() of it is the example's. A node with "
+                "two symbolic sizes (1 x batch x batch) cannot be written with one -1: leave it as it is. "
+                "README.md, 'Step 2'.")
     if "Guard failed" in error and ("<=" in error or ">=" in error):
         return ("\nThe program refuses this batch size: its range for the batch does not hold it. A Dim's max= "
                 "refuses larger batches, and a min= above 2 refuses the smaller ones (torch records every dynamic "
@@ -201,6 +202,13 @@ def export_keeps_the_batch_dynamic(ctx):
                f"export_for_npu fixed the batch of {', '.join(fixed)} of {model_text(recipe)}: the exported program "
                f"accepts only that size. Pass dynamic_shapes with a torch.export.Dim for dimension 0 of every input, "
                f"each its own. README.md, 'Step 1'.")
+        bounded = [f"input {i + 1} to [{lower}, {upper}]" for i, bounds in enumerate(seen["ranges"])
+                   if bounds is not None for lower, upper in [bounds] if upper != "int_oo" or int(lower) > 2]
+        expect(not bounded,
+               f"export_for_npu bounded the batch of {', '.join(bounded)} of {model_text(recipe)} "
+               f"(ep.range_constraints): the program refuses every batch outside that range when it runs (\"Guard "
+               f"failed\"), however large the model's users' batches grow. Give no max, and no min above 2. "
+               f"README.md, 'Step 1'.")
         expect_outputs(recipe, seen["outputs"], what="ep.module() of export_for_npu")
 
 
@@ -219,9 +227,10 @@ def table_decomposes_all_but_what_the_npu_runs(ctx):
     native = {op for op in default if op.split(".")[1] in NPU_OPS}
     kept_native = sorted(set(seen["ops"]) & native)
     expect(not kept_native,
-           f"your table still decomposes ops the NPU runs as they are: {', '.join(kept_native[:6])}. Decomposed, "
-           f"silu becomes sigmoid and mul (two launches instead of one) and linear becomes permute and addmm: "
-           f"delete them from the table. README.md, 'Keep what the NPU runs'.")
+           f"your table still decomposes ops the NPU runs as they are: {', '.join(kept_native[:6])}. An op is "
+           f"the NPU's whatever its overload (.default, .out, .int, ...), and the table holds each overload as a key "
+           f"of its own: decomposed, it reaches the device in pieces (silu as sigmoid and mul: two launches instead "
+           f"of one). Delete every overload of the NPU's ops from the table. README.md, 'Keep what the NPU runs'.")
     dropped = sorted(default - native - set(seen["ops"]), key=lambda op: (not op.startswith("aten."), op))
     expect(not dropped,
            f"your table no longer decomposes {len(dropped)} op(s) the NPU does not run, e.g. "
@@ -268,6 +277,10 @@ def legalise_removes_aliases_and_reshapes(ctx):
     "after legalise: no alias, clone, full slice, unsqueeze, squeeze or reshape; views have int sizes; same outputs"
     for recipe in LEGALISE_CASES:
         seen = _legalised(ctx, recipe)
+        expect(not seen["stale_code"],
+               f"after legalise on the graph of {model_text(recipe)}, gm.code is not the code of gm.graph: gm(...) "
+               f"still runs the graph as it was before legalise. gm.code is generated from the graph only by "
+               f"gm.recompile(): call it after changing gm.graph. README.md, 'Step 2'.")
         kept = lambda nodes: [n for n in nodes if n["sets_layout"] and not n["plain_copy"]]  # noqa: E731
         expect(len(kept(seen["after"])) == len(kept(seen["before"])),
                f"legalise removed a clone or copy that sets a memory format from the graph of {model_text(recipe)}: "
@@ -442,9 +455,16 @@ def expect_delegated(recipe, seen: dict, programs: int | None) -> None:
            f"lower's graph of {model_text(recipe)} calls {', '.join(foreign)}: the NPU's runtime knows one op, "
            f"torch.ops.npu_aot.run_program (katas/common/npu/aot.py). An op of your own exists only where your "
            f"module was imported, so a saved program calling it loads nowhere else. README.md, 'Step 4'.")
-    broken = [p["error"] for p in seen["programs"] if "error" in p]
-    expect(not broken, f"a program in lower's graph of {model_text(recipe)} cannot be read by the NPU runtime: "
-                       f"{broken[:1]}. Make each one with katas.common.npu.aot.pack(partition). README.md, 'Step 4'.")
+    unreadable = [p["error"] for p in seen["programs"] if p.get("unreadable")]
+    expect(not unreadable, f"a program in lower's graph of {model_text(recipe)} cannot be read by the NPU runtime: "
+                           f"{unreadable[:1]}. Make each one with katas.common.npu.aot.pack(partition). README.md, "
+                           f"'Step 4'.")
+    unrunnable = [p["error"] for p in seen["programs"] if "error" in p and not p.get("unreadable")]
+    expect(not unrunnable,
+           f"a program in lower's graph of {model_text(recipe)} unpacks, but its graph does not run on the fake "
+           f"values (meta[\"val\"]) of the nodes run_program is given: {unrunnable[:1]}. Pass the partition's "
+           f"inputs in the order of its placeholders, each a node that carries meta[\"val\"]. README.md, 'Give new "
+           f"nodes meta[\"val\"]'.")
     for program in seen["programs"]:
         refused = [short(n) for n in program["ops"] if not runs_on_npu(n) and n["target"] != "getitem"]
         expect(not refused,
@@ -519,7 +539,7 @@ def weights_stay_inputs_of_the_program(ctx):
 
 # --- Step 5: save, and load elsewhere ---------------------------------------------------------------------------
 
-SAVED = ("mlp", "layer_norm_between", "scaled_by_buffer", "mixed_dtypes")
+SAVED = ("mlp", "layer_norm_between", "scaled_by_buffer", "mixed_dtypes", "three_outputs")  # one island, 3 outputs
 REPLAY_BATCHES = [1, 5, 8]
 
 
@@ -563,7 +583,8 @@ def _why_save_refused(error: str | None) -> str:
                 "its list) needs the fake value its op makes, computed under the inputs' fake mode. README.md, "
                 "'Give new nodes meta[\"val\"]'.")
     return ("The graph signature names placeholders and outputs by node name: after rewriting the graph, name the "
-            "new nodes there. README.md, 'The signature'.")
+            "new nodes there: every input spec and every output spec, position by position. README.md, 'The "
+            "signature'.")
 
 
 @CHECKS.check(stage="save_load", weight=3)
@@ -639,11 +660,14 @@ def program_plans():
 
 @CHECKS.check(stage="fuzz", weight=3)
 def random_programs_lower_and_match_eager(ctx):
-    "random programs (1-3 inputs, islands of 1-3 outputs, batch anywhere, casts, view.dtype, layouts, mixed dtypes)"
+    "random programs (1-3 inputs, islands of 1-3 outputs, batch anywhere, casts, view.dtype, layouts, mixed dtypes), each saved"
     def prop(plan) -> None:
-        seen = _lowered(ctx, plan)
+        # saved (to memory): torch.export.save checks every output spec against the graph, ep.module() does not
+        seen = _lowered(ctx, plan, save_to=probes.SAVE_IN_MEMORY)
         expect_outputs(plan, seen["outputs"], what="ep.module() of lower's program")
         expect_delegated(plan, seen, None)
+        expect(seen["saved"] is None,
+               f"torch.export.save refused lower's program:\n  {seen['saved']}\n{_why_save_refused(seen['saved'])}")
 
     fuzz(ctx, program_plans(), prop, describe=lambda plan: probes.describe_plan(plan) + f"\n  batch sizes {BATCHES}",
          max_examples=max(3, ctx.max_examples // 4))

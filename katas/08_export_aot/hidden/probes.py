@@ -13,6 +13,7 @@ in NPU_OPS — so a mistake in the attempt's export does not hide what its legal
 from __future__ import annotations
 
 import copy
+import io
 import operator
 from dataclasses import dataclass
 from types import ModuleType
@@ -670,10 +671,23 @@ def _run(ep: torch.export.ExportedProgram, recipe: str | MLPSpec, batches: list[
     return results
 
 
-def _size_of_batch(ep: torch.export.ExportedProgram) -> list[str]:
-    """Each user input's dimension 0 as export recorded it: a symbol ("s77") or the int it was fixed to."""
+def _batch_sizes(ep: torch.export.ExportedProgram) -> list:
+    """Each user input's dimension 0 as export recorded it: a SymInt or the int it was fixed to."""
     user = set(ep.graph_signature.user_inputs)
-    return [str(node.meta["val"].shape[0]) for node in ep.graph.nodes if node.op == "placeholder" and node.name in user]
+    return [node.meta["val"].shape[0] for node in ep.graph.nodes if node.op == "placeholder" and node.name in user]
+
+
+def _size_of_batch(ep: torch.export.ExportedProgram) -> list[str]:
+    """Each user input's dimension 0 as text: a symbol ("s77") or the int it was fixed to."""
+    return [str(size) for size in _batch_sizes(ep)]
+
+
+def _batch_ranges(ep: torch.export.ExportedProgram) -> list[list[str] | None]:
+    """Each user input's dimension 0 as the program bounds it at run time: [lower, upper] of its symbol in
+    ep.range_constraints ("int_oo": unbounded), or None for a fixed size."""
+    ranges = {str(symbol): bounds for symbol, bounds in ep.range_constraints.items()}
+    found = [ranges.get(str(size)) for size in _batch_sizes(ep)]
+    return [[str(r.lower), str(r.upper)] if r is not None else None for r in found]
 
 
 # --- probes ------------------------------------------------------------------------------------------------
@@ -689,8 +703,8 @@ def exported(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int]) -> 
         return {"type": "raised", "error": f"{type(exc).__name__}: {str(exc).strip()[:500]}"}
     if not isinstance(ep, torch.export.ExportedProgram):
         return {"type": type(ep).__name__}
-    return {"type": "ExportedProgram", "batch": _size_of_batch(ep), "ops": _ops(ep.graph_module),
-            "outputs": _run(ep, recipe, batches)}
+    return {"type": "ExportedProgram", "batch": _size_of_batch(ep), "ranges": _batch_ranges(ep),
+            "ops": _ops(ep.graph_module), "outputs": _run(ep, recipe, batches)}
 
 
 def table(attempt: ModuleType) -> dict:
@@ -715,8 +729,10 @@ def legalised(attempt: ModuleType, recipe: str, batches: list[int], times: int =
         before = _ops(ep.graph_module)
         with quiet():
             returned = attempt.legalise(ep.graph_module)
+    # gm(...) runs gm.code, which only gm.recompile() regenerates from the graph (ep.module() builds its own)
+    stale = ep.graph_module.code != ep.graph_module.graph.python_code(root_module="self").src
     return {"returned": returned if isinstance(returned, int) else repr(returned)[:80], "before": before,
-            "after": _ops(ep.graph_module), "outputs": _run(ep, recipe, batches)}
+            "after": _ops(ep.graph_module), "outputs": _run(ep, recipe, batches), "stale_code": stale}
 
 
 def support_verdicts(attempt: ModuleType, recipe: str, legalise_first: bool) -> list[dict]:
@@ -754,9 +770,13 @@ def _delegates(gm: torch.fx.GraphModule) -> tuple[list[dict], list[dict]]:
             continue
         try:
             inner = unpack(node.args[0])
+        except Exception as exc:  # noqa: BLE001 - a program the runtime cannot read: not made by pack
+            programs.append({"error": f"{type(exc).__name__}: {str(exc)[:300]}", "unreadable": True})
+            continue
+        try:
             _propagate(inner, [source.meta.get("val") for source in node.args[1]])
             programs.append({"ops": _ops(inner), "inputs": len(node.args[1])})
-        except Exception as exc:  # noqa: BLE001 - a program the runtime cannot read
+        except Exception as exc:  # noqa: BLE001 - read, but its graph does not run on its inputs' fake values
             programs.append({"error": f"{type(exc).__name__}: {str(exc)[:300]}"})
     return programs, outside
 
@@ -794,10 +814,14 @@ def _nested_getitems(gm: torch.fx.GraphModule) -> list[str]:
             for n in gm.graph.nodes if n.target is operator.getitem and is_run_item(n.args[0])]
 
 
+SAVE_IN_MEMORY = ":memory:"
+
+
 def lowered(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int], state_seed: int | None = None,
             save_to: str | None = None) -> dict:
     """lower(model, (example,)): the programs and the CPU nodes of its graph, its signature, its outputs per batch
-    (with other weights loaded too, if `state_seed`), and whether torch.export.save takes it (to `save_to`)."""
+    (with other weights loaded too, if `state_seed`), and whether torch.export.save takes it (to `save_to`, a path,
+    or SAVE_IN_MEMORY: a buffer; export checks the signature against the graph only when it saves)."""
     try:
         with quiet():
             ep = attempt.lower(build(recipe), inputs(recipe))
@@ -821,7 +845,7 @@ def lowered(attempt: ModuleType, recipe: str | MLPSpec, batches: list[int], stat
     if save_to is not None:
         try:
             with quiet():
-                torch.export.save(ep, save_to)
+                torch.export.save(ep, io.BytesIO() if save_to == SAVE_IN_MEMORY else save_to)
             seen["saved"] = None
         except Exception as exc:  # noqa: BLE001 - the check explains it
             seen["saved"] = f"{type(exc).__name__}: {str(exc).strip()[:600]}"
