@@ -61,7 +61,7 @@ def program_how(spec) -> str:
                      for step in spec.steps)
     tracer = " (a custom Tracer that keeps nn.Linear / nn.ReLU subclasses whole)" \
         if spec.capture == "symbolic_trace" and subclasses else ""
-    return f"the {spec.capture}{dynamic}{tracer} graph of `{text}` on x of shape (4, 4) {spec.dtype}"
+    return f"the {spec.capture}{dynamic}{tracer} graph of `{text}` on x of shape ({programs.BATCH}, {programs.WIDTH}) {spec.dtype}"
 
 
 # --- describing nodes and graphs to a person -------------------------------------------------------------
@@ -272,8 +272,9 @@ def cpu_reason(node: torch.fx.Node, want_op: object, submodules: Mapping[str, nn
                     + ("it defines its own" if own else
                        f"it inherits {type(module).forward.__module__}.{type(module).forward.__qualname__}, an "
                        f"override from a class between them")
-                    + f"), so it computes something else than an nn.{base.__name__}: compare type(module).forward, "
-                      f"not the class body")
+                    + f"), so it computes something else than an nn.{base.__name__}. The rule holds for every class "
+                      f"of the table, activations as much as nn.Linear: compare type(module).forward with the base "
+                      f"class's, whatever the class body defines")
     return f"{want_op or 'this op'!r} is not in NPU_OPS, so it runs on the CPU"
 
 
@@ -1123,6 +1124,10 @@ SYMFLOAT_PROGRAM = programs.ProgramSpec(("relu_function", "size_symfloat"), "dyn
 # operator.mul on tensors (relu(h.sum()) * 2, h * ...), asked before and after the size arithmetic: one answer per
 # node, whatever order the graphs come in
 TENSOR_MUL_PROGRAM = programs.ProgramSpec(("linear", "zero_dim"), "dynamo")
+# a tensor times a symbolic size (operator.mul in Dynamo, aten.mul.Tensor in export): a SymInt among its operands,
+# a tensor for its value, so a mul
+SIZE_SCALED_PROGRAMS = (programs.ProgramSpec(("linear", "scale_by_size"), "dynamo", dynamic=True),
+                        programs.ProgramSpec(("linear", "scale_by_size"), "export", dynamic=True))
 
 
 def static_size_graph(key: str) -> torch.fx.GraphModule:
@@ -1180,6 +1185,10 @@ def size_arithmetic_is_no_npu_op(ctx):
                   program_how(TENSOR_MUL_PROGRAM) + " (this graph's operator.mul nodes multiply tensors)")
     expect_graph_agrees(ctx, *tensor_mul)  # first: an answer for operator.mul on tensors ...
     asked = [tensor_mul]
+    for spec in SIZE_SCALED_PROGRAMS:  # ... and on a tensor and a size: what it computes is a tensor
+        scaled = (program_graph(spec), program_how(spec) + " (its last mul multiplies a tensor by a symbolic size)")
+        expect_graph_agrees(ctx, *scaled)
+        asked.append(scaled)
     for gm, how in _dynamic_graphs(ctx):
         sizes = [n for n in gm.graph.nodes if n.op in CALL_OPS and n.target in (operator.mul, operator.add)
                  and not isinstance(recorded_value(n)[1], torch.Tensor)]
@@ -1192,6 +1201,57 @@ def size_arithmetic_is_no_npu_op(ctx):
         asked.append((gm, how))
     expect_graph_agrees(ctx, *tensor_mul)  # ... and again after the sizes: neither carries over to the other
     expect_one_support_across_graphs(ctx, asked + [tensor_mul])  # and one support instance asked about them all
+
+
+STREAM_ROUNDS = 48  # graphs freed one by one: enough for CPython to hand a freed node's id to a new one many times
+
+
+def _asked(step: str) -> str:
+    """A probe step ("stream 5 sin", "target relu", "module Softmax") as the question it was, after "node `act`"."""
+    kind_of, _, rest = step.partition(" ")
+    if kind_of == "stream":
+        index, kind = rest.split()
+        return f"of graph {int(index) + 1} of the stream (x -> act = {probes.KIND_TEXT[kind]} -> output)"
+    if kind_of == "target":
+        return f"after `act.target = torch.{rest}` was set in place (now {probes.KIND_TEXT[rest]})"
+    return f"after its submodule was swapped in place for {probes.KIND_TEXT[rest]} (gm.add_module)"
+
+
+@CHECKS.check(stage="edge_cases", weight=2)
+def one_support_answers_each_node_as_it_is_now(ctx):
+    ("one NPUOperatorSupport, asked about graphs freed one by one and about nodes changed in place, answers each "
+     "node as it is now, with True or False")
+    want = probes.probe_one_support_while_nodes_change(ctx.reference, STREAM_ROUNDS)
+    got = ctx.probe(probes.probe_one_support_while_nodes_change, STREAM_ROUNDS)
+    for mine, right in zip(got["answers"], want["answers"]):
+        step, node = right["step"], right["node"]
+        expect(mine["is_bool"],
+               f"is_node_supported returned {mine['returned']} for node `{node}` {_asked(step)}: it returns "
+               f"True or False, a bool (the contract's `-> bool`), not another value that is merely truthy or "
+               f"falsy. README.md, 'The contract'.")
+        if mine["supported"] == right["supported"]:  # canonical_op of an in-place form may be None or its name
+            continue
+        said = (f"is_node_supported {mine['returned']} (canonical_op {mine['op']!r}); expected {right['supported']} "
+                f"({right['op']!r})")
+        kind = step.split()[-1]
+        fresh = got["fresh"][kind][node]
+        if fresh["supported"] != right["supported"]:
+            raise CheckFailed(f"For node `{node}` of x -> act = {probes.KIND_TEXT[kind]} -> output, a new "
+                              f"NPUOperatorSupport() answered is_node_supported {fresh['returned']} (canonical_op "
+                              f"{fresh['op']!r}); expected {right['supported']} ({right['op']!r}). README.md, "
+                              f"'The contract'.")
+        if step.startswith("stream"):
+            why = ("A new instance answers this node right: each graph was freed before the next was built, and "
+                   "CPython gives a new node the id (the memory) of one it freed, so an answer kept under "
+                   "id(node) answers for a node that no longer exists.")
+        else:
+            why = ("FX nodes are mutable: a pass may set node.target or swap a submodule in place, and an answer "
+                   "kept per node (under the Node itself or its id) outlives the op it was about.")
+        raise CheckFailed(
+            f"One NPUOperatorSupport() was asked about {STREAM_ROUNDS} small graphs one after another, each freed "
+            f"before the next was built, then about nodes changed in place. For node `{node}` {_asked(step)} it "
+            f"answered {said}. {why} Keep nothing on the instance between calls: compute each answer from the node "
+            f"as it is now. README.md, 'The contract'.")
 
 
 REMOVED_FROM_NPU = ("gelu", "add")
@@ -1224,8 +1284,10 @@ def expect_follows_changed_npu(ctx: Context, gm: torch.fx.GraphModule, how: str,
             f"The NPU's op set changed: katas.common.npu.NPU_OPS lost {', '.join(removed)} (a device without those "
             f"kernels), then your module was imported and asked. classify on {how} said {got.get(node.name)!r} for "
             f"{node_text(node, submodules)}, expected {want!r}: {lost}. Test membership in katas.common.npu's "
-            f"NPU_OPS for every op: a set of names written out in your own file, or a table of your own that says "
-            f"which ops are always NPU ops (layout ops, the fused op), does not follow the device.")
+            f"NPU_OPS for every op (`from katas.common.npu import NPU_OPS`, or `npu.NPU_OPS` read when asked): the "
+            f"checks change that name only, so NPU_OPS imported from katas.common.npu.device, a set of names written "
+            f"out in your own file, or a table of your own that says which ops are always NPU ops (layout ops, the "
+            f"fused op) does not follow the device.")
 
 
 @CHECKS.check(stage="edge_cases", weight=2)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import operator
 import sys
 from types import ModuleType
+from typing import Any
 
 import torch
 import torch.fx
@@ -179,3 +181,78 @@ def answers_of(module: ModuleType, gm: torch.fx.GraphModule) -> dict[str, list]:
 def probe_borrowed_forward(attempt: ModuleType) -> dict[str, list]:
     """The attempt's answers on `borrowed_forward_graph()`, built where the attempt runs."""
     return answers_of(attempt, borrowed_forward_graph())
+
+
+# --- one support instance, nodes that come and go or change in place ----------------------------------------------
+# A backend keeps one NPUOperatorSupport while graphs come and go: CPython hands a freed node's id (and memory) to
+# the next node it makes, and a pass may set node.target or swap a submodule in place. An answer kept per node,
+# under id(node) or the Node itself, then answers for a node that is gone or has changed.
+
+# NPU op, CPU op (as call_function, then as call_module), and a call node that is no op
+STREAM_KINDS = ("relu", "sin", "ReLU", "Softmax", "getitem")
+KIND_TEXT = {"relu": "torch.relu(x)", "relu_": "torch.relu_(x)", "sin": "torch.sin(x)",
+             "ReLU": "an nn.ReLU() submodule", "Softmax": "an nn.Softmax(-1) submodule", "getitem": "x[0]"}
+_FUNCTIONS = {"relu": torch.relu, "relu_": torch.relu_, "sin": torch.sin}
+
+
+def _module_of(kind: str) -> torch.nn.Module:
+    return torch.nn.ReLU() if kind == "ReLU" else torch.nn.Softmax(-1)
+
+
+def one_op_graph(kind: str) -> torch.fx.GraphModule:
+    """x -> act -> output, where the node `act` is `kind` (KIND_TEXT): the same node names whatever the op."""
+    root = torch.nn.Module()
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    if kind == "getitem":
+        act = graph.create_node("call_function", operator.getitem, (x, 0), name="act")
+    elif kind in _FUNCTIONS:
+        act = graph.create_node("call_function", _FUNCTIONS[kind], (x,), name="act")
+    else:
+        root.add_module("act", _module_of(kind))
+        act = graph.create_node("call_module", "act", (x,), name="act")
+    graph.output(act)
+    return torch.fx.GraphModule(root, graph)
+
+
+def _answer(module: ModuleType, support: Any, gm: torch.fx.GraphModule, node: torch.fx.Node, step: str) -> dict:
+    submodules = dict(gm.named_modules())
+    op = module.canonical_op(node, submodules)
+    got = support.is_node_supported(submodules, node)
+    return {"step": step, "node": node.name, "op": op if op is None or isinstance(op, str) else repr(op),
+            "supported": bool(got), "is_bool": type(got) is bool, "returned": repr(got)[:80]}
+
+
+def probe_one_support_while_nodes_change(module: ModuleType, rounds: int) -> dict:
+    """ONE module.NPUOperatorSupport() asked about `rounds` graphs one_op_graph(kind), kinds in STREAM_KINDS order,
+    each graph freed and collected before the next is built; then about one node rewritten in place (target
+    torch.relu_ -> torch.relu -> torch.sin) and one submodule swapped (nn.ReLU -> nn.Softmax -> nn.ReLU).
+    {"answers": every answer in order, {"step", "node", "op" (canonical_op), "supported", "is_bool", "returned"};
+    "fresh": {kind: {node name: answer}} of a new instance on a new graph of each kind (KIND_TEXT)}. Run on the
+    reference too, it gives the right answers (the reference keeps nothing between calls)."""
+    import gc
+
+    fresh = {}
+    for kind in KIND_TEXT:
+        gm = one_op_graph(kind)
+        fresh[kind] = {node.name: _answer(module, module.NPUOperatorSupport(), gm, node, kind) for node in gm.graph.nodes}
+    support = module.NPUOperatorSupport()
+    answers = []
+    for i in range(rounds):
+        kind = STREAM_KINDS[i % len(STREAM_KINDS)]
+        gm = one_op_graph(kind)
+        for node in list(gm.graph.nodes):
+            answers.append(_answer(module, support, gm, node, f"stream {i} {kind}"))
+        del gm, node
+        gc.collect()
+    gm = one_op_graph("relu_")
+    act = next(n for n in gm.graph.nodes if n.name == "act")
+    for kind in ("relu_", "relu", "sin"):
+        act.target = _FUNCTIONS[kind]
+        answers.append(_answer(module, support, gm, act, f"target {kind}"))
+    gm = one_op_graph("ReLU")
+    act = next(n for n in gm.graph.nodes if n.name == "act")
+    for kind in ("ReLU", "Softmax", "ReLU"):
+        gm.add_module("act", _module_of(kind))
+        answers.append(_answer(module, support, gm, act, f"module {kind}"))
+    return {"answers": answers, "fresh": fresh}

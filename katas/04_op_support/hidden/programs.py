@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 WIDTH = 4
-BATCH = 4
+BATCH = 3  # not WIDTH: Dynamo gives a batch equal to a static size that size, and no symbol
 
 
 # --- module subclasses at depth 1 and 2 (defined in katas/common/zoo.py, so the worker can import them) -------
@@ -82,6 +82,7 @@ STEP_TEXT = {
     "zero_dim": "h = h * (torch.relu(h.sum()) * 2 + 1)   (relu, mul, add of a 0-dim tensor)",
     "size_symint": "n = h.shape[0]; h = h.reshape(n * 2, -1).reshape(n, -1)",
     "size_symfloat": "n = h.shape[0]; h = h.reshape(int(n * 1.0), -1)",
+    "scale_by_size": "h = torch.relu(h * 2) * h.shape[0]   (a tensor times a size: its value is a tensor)",
     "cond": "h = torch.cond(h.sum() > 0, lambda t: fc(t).relu(), lambda t: fc(t).sigmoid(), (h,))",
     "cond_nested": "h = torch.cond(h.sum() > 0, lambda t: torch.cond(t.sum() > 1, relu∘fc, sigmoid∘fc, (t,)), "
                    "lambda t: -t, (h,))",
@@ -90,7 +91,7 @@ STEP_TEXT = {
 STEPS = tuple(STEP_TEXT)
 # what a capture cannot take: symbolic_trace traces no torch.cond and no int() of a size; plain Python in-place
 # on a traced input is fine everywhere (each in-place step clones first, so no input is mutated)
-NOT_SYMBOLIC_TRACE = frozenset({"cond", "cond_nested", "size_symint", "size_symfloat"})
+NOT_SYMBOLIC_TRACE = frozenset({"cond", "cond_nested", "size_symint", "size_symfloat", "scale_by_size"})
 # export with a Dim refuses int(n * 1.0) (its guard cannot hold for every batch size)
 NOT_EXPORT = frozenset({"size_symfloat"})
 # steps whose graph nodes only Dynamo keeps as-is (make_fx/export resolve a packet; export specialises
@@ -203,6 +204,8 @@ class Program(nn.Module):
             elif step == "size_symfloat":
                 n = h.shape[0]
                 h = h.reshape(int(n * 1.0), -1)
+            elif step == "scale_by_size":
+                h = torch.relu(h * 2) * h.shape[0]
             elif step == "cond":
                 h = torch.cond(h.sum() > 0, lambda t: fc(t).relu(), lambda t: fc(t).sigmoid(), (h,))
             elif step == "cond_nested":
@@ -269,7 +272,8 @@ TWIN_STEPS = {
     "add": "add_inplace_method", "add_inplace_method": "add", "add_inplace_operator": "add",
     "aten_relu_packet": "aten_relu_inplace_packet", "aten_relu_inplace_packet": "aten_relu_packet",
     "aten_sigmoid_packet": "aten_sin_packet", "aten_sin_packet": "aten_sigmoid_packet",
-    "zero_dim": "size_symint", "size_symint": "zero_dim", "size_symfloat": "zero_dim",
+    "zero_dim": "size_symint", "size_symint": "scale_by_size", "size_symfloat": "zero_dim",
+    "scale_by_size": "size_symint",
 }
 
 
