@@ -172,7 +172,8 @@ class _Shard:
     asked_at: float = 0.0  # time.time() when the checks process was asked for
     timed_out: bool = False
     cpu_seconds: float = 0.0  # what it and its processes had spent when last measured (checker/core/cpu_time.py)
-    charged_seconds: float = 0.0  # of those, what counts against the time limit (after "ready"; see _charged)
+    charged_seconds: float = 0.0  # of those, what counts against the time limit (after "ready"; see _over_limit)
+    wall_limit: float = 0.0  # the wall-clock seconds it was last allowed (_over_limit)
     events: list = field(default_factory=list)
     output: str = ""
     running: str | None = None  # the check it was running when it stopped, if it stopped early
@@ -264,6 +265,7 @@ def _over_limit(shard: _Shard, limit: float, started: float) -> bool:
     else:
         shard.charged_seconds = max(0.0, shard.cpu_seconds - (shard.reader.ready_cpu or 0.0))
         wall, wall_limit = time.monotonic() - shard.reader.ready_at, factor * limit
+    shard.wall_limit = wall_limit
     return shard.charged_seconds >= limit or wall >= wall_limit
 
 
@@ -519,10 +521,11 @@ def _settle_status(result: KataResult, shards: list[_Shard], limit: float) -> No
             stopped = f"still running after the {limit:g} s time limit"
         else:
             spent = max(s.charged_seconds for s in timed_out)
-            result.message = (f"the checks ran {WALL_FACTOR * limit:g} s without finishing{where}, and computed "
+            waited = max(s.wall_limit for s in timed_out)
+            result.message = (f"the checks ran {waited:g} s without finishing{where}, and computed "
                               f"for only {spent:.0f} s of them: the attempt waits (input(), time.sleep, a lock or "
                               f"queue nothing releases), or other work kept this machine busy (then run it again)")
-            stopped = f"still waiting after {WALL_FACTOR * limit:g} s"
+            stopped = f"still waiting after {waited:g} s"
         for check in running:
             check.status, check.message = "timeout", stopped
     elif crashed:

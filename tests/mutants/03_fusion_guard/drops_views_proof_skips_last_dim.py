@@ -14,7 +14,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from katas.common.ops import LINEAR_GELU
 
-KILLED_BY = ('random_pair_programs', 'reshape_that_regroups_or_no_input_view_keeps_its_shape')
+KILLED_BY = ("random_pair_programs", "reshape_that_regroups_or_no_input_view_keeps_its_shape")
 
 aten = torch.ops.aten
 FUNCTIONAL_LINEAR = torch._C._nn.linear   # F.linear

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from katas.common.ops import LINEAR_GELU
 
-KILLED_BY = ('random_pair_programs', 'reshape_that_regroups_or_no_input_view_keeps_its_shape')
+KILLED_BY = ("random_pair_programs", "reshape_that_regroups_or_no_input_view_keeps_its_shape")
 
 aten = torch.ops.aten
 _VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)

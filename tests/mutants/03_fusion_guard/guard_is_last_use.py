@@ -6,8 +6,11 @@ from checker.kit import load_reference
 
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
-KILLED_BY = ('linear_output_with_two_users_is_not_fused', 'report_after_a_pass_leaves_out_the_fused_pairs',
-             'report_gives_each_gelu_its_reason')
+KILLED_BY = (
+    "linear_output_with_two_users_is_not_fused",
+    "report_after_a_pass_leaves_out_the_fused_pairs",
+    "report_gives_each_gelu_its_reason",
+)
 
 
 def feeds_only(node, user):

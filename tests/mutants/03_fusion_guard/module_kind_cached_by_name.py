@@ -10,8 +10,13 @@ _ref = load_reference("03_fusion_guard", "fusion.py")
 _right_linear_operands = _ref.linear_operands
 _right_gelu_approximate = _ref.gelu_approximate
 
-KILLED_BY = ('gelu_subclass_fuses_only_with_gelu_forward', 'linear_output_with_two_users_is_not_fused',
-             'module_linear_then_functional_gelu', 'no_state_between_calls', 'random_mlps_as_module_graphs')
+KILLED_BY = (
+    "gelu_subclass_fuses_only_with_gelu_forward",
+    "linear_output_with_two_users_is_not_fused",
+    "module_linear_then_functional_gelu",
+    "no_state_between_calls",
+    "random_mlps_as_module_graphs",
+)
 
 _IS_LINEAR: dict = {}
 _IS_GELU: dict = {}

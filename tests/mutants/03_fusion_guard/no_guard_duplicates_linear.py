@@ -8,10 +8,16 @@ from checker.kit import load_reference
 
 _ref = load_reference("03_fusion_guard", "fusion.py")
 
-KILLED_BY = ('linear_output_with_two_users_is_not_fused', 'random_mlps_as_aten_graphs',
-             'random_mlps_as_decomposed_graphs', 'random_mlps_as_module_graphs', 'random_mlps_as_torch_graphs',
-             'report_after_a_pass_leaves_out_the_fused_pairs', 'report_gives_each_gelu_its_reason',
-             'reshaped_product_with_two_users_is_not_fused')
+KILLED_BY = (
+    "linear_output_with_two_users_is_not_fused",
+    "random_mlps_as_aten_graphs",
+    "random_mlps_as_decomposed_graphs",
+    "random_mlps_as_module_graphs",
+    "random_mlps_as_torch_graphs",
+    "report_after_a_pass_leaves_out_the_fused_pairs",
+    "report_gives_each_gelu_its_reason",
+    "reshaped_product_with_two_users_is_not_fused",
+)
 
 
 def feeds_only(node, user):

@@ -18,7 +18,7 @@ class NPUOperatorSupport(_ref.NPUOperatorSupport):
 
 _ref.NPUOperatorSupport = NPUOperatorSupport  # classify makes one per call, as the attempt did
 
-KILLED_BY = ('generated_programs_agree_with_reference', 'modules_resolve_by_type_not_attribute_name',
-             'one_support_answers_each_node_as_it_is_now')
+KILLED_BY = ("generated_programs_agree_with_reference", "modules_resolve_by_type_not_attribute_name",
+             "one_support_answers_each_node_as_it_is_now")
 
 canonical_op, classify = _ref.canonical_op, _ref.classify
