@@ -396,3 +396,45 @@ def test_a_write_into_a_part_of_the_base_the_input_does_not_hold_still_breaks_a_
     assert t._version != version
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+def test_dynamo_records_w_T_as_getattr_and_an_in_place_result_is_the_tensor_it_wrote():
+    """README 'In-place writes' (blind round 6): `w.T` is getattr(w, "T"), a view; `a = t.mul_(1.0)` is t, so a
+    later write into a writes into t, and Dynamo's example values share one storage."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    def f(x):
+        t = x * 1
+        a = t.mul_(1.0)
+        a.add_(1.0)
+        return t, x.T * 2
+
+    gm = dynamo_graph(f, torch.randn(3, 4))
+    found = calls(gm)
+    assert any(name == "getattr" and args[1:] == ("T",) for name, args, _ in found)
+    t = next(n for n in gm.graph.nodes if n.op == "call_function" and getattr(n.target, "__name__", "") == "mul")
+    alias = next(n for n in gm.graph.nodes if n.op == "call_method" and n.target == "mul_")
+    assert alias.args[0] is t
+    assert StorageWeakRef(t.meta["example_value"].untyped_storage()) == StorageWeakRef(
+        alias.meta["example_value"].untyped_storage())
+    out, _ = f(torch.zeros(3, 4))
+    assert torch.equal(out, torch.ones(3, 4))
+
+
+def test_a_graph_captured_under_no_grad_starts_with_grad_off_and_no_switch_says_so():
+    """README 'Where the rewriter puts the new node' (blind round 6): Dynamo writes a switch only where the mode
+    changes, so a model called under torch.no_grad() has none before its first node; an enable_grad block inside
+    it shows as _set_grad_enabled(True) and, after it, (False)."""
+    def f(x):
+        z = x * 2
+        with torch.enable_grad():
+            h = z.sin()
+        return h + 1
+
+    graphs = []
+    with torch.no_grad():
+        torch.compile(f, backend=lambda gm, _: graphs.append(gm) or gm.forward, fullgraph=True)(torch.randn(3))
+    switches = [n.args[0] for n in graphs[0].graph.nodes if n.target is torch._C._set_grad_enabled]
+    first_op = next(n for n in graphs[0].graph.nodes if n.op == "call_function")
+    assert switches == [True, False]
+    assert first_op.target is not torch._C._set_grad_enabled

@@ -375,14 +375,17 @@ def _graph_module_state(gm: Any) -> dict:
     for name in _HOOKS:
         if name in state:
             state[name] = OrderedDict()
+    # every GraphModule torch makes has `meta`, and attempts may read it: what pickles travels (export's
+    # inline_constraints, Dynamo's compile id); tracing state that cannot (a shape environment) stays behind
+    state["meta"] = {k: v for k, v in getattr(gm, "meta", {}).items() if _picklable(v)}
     return state
 
 
-def _picklable(module: Any) -> bool:
+def _picklable(value: Any) -> bool:
     import pickle
 
     try:
-        pickle.dumps(module)
+        pickle.dumps(value)
     except Exception:  # noqa: BLE001 - anything pickle refuses
         return False
     return True

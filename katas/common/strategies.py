@@ -513,6 +513,21 @@ def linear_gelu_call_pairs_sharing_weight() -> st.SearchStrategy[tuple[dict, dic
     return linear_gelu_calls_any_dtype().flatmap(lambda first: st.tuples(st.just(first), second(first)))
 
 
+def linear_gelu_call_pairs_sharing_input() -> st.SearchStrategy[tuple[dict, dict]]:
+    """Kata 7 (blind round 6): two calls of the fused op before one backward that take one x tensor (two heads
+    reading one activation): the second call has the first's leading dimensions, in_features and dtype, its own
+    weight, the other approximate and the other bias presence, so a backward that keeps its state keyed by x (its
+    memory or its identity), not on ctx, gets a call wrong. Shrinks toward float32 calls."""
+    def second(first: dict) -> st.SearchStrategy[dict]:
+        return linear_gelu_calls().map(lambda other: {
+            **other, "lead": first["lead"], "in_features": first["in_features"], "dtype": first["dtype"],
+            "approximate": "tanh" if first["approximate"] == "none" else "none", "bias": not first["bias"],
+            "x_requires_grad": True, "x_layout": first.get("x_layout", "contiguous")})
+
+    return linear_gelu_calls_any_dtype().map(lambda first: {**first, "x_requires_grad": True}).flatmap(
+        lambda first: st.tuples(st.just(first), second(first)))
+
+
 # which inputs of kata 7's pair require grad in a trained layout (probes.GradLayout's fifth element): "x", "w", "b"
 TRAINED_PAIR_INPUTS = (("x", "w", "b"), ("b",), ("x",), ("w",), ("x", "b"), ("w", "b"), ("x", "w"))
 
@@ -530,6 +545,9 @@ def trained_grad_mode_layouts(writes: tuple = IN_PLACE_WRITES, others: tuple = (
 # on); False: inside a `with torch.no_grad():` block; "nested": inside a `with torch.no_grad():` nested in such a
 # block (grad off); "enable": inside a `with torch.enable_grad():` nested in such a block (grad on again).
 GRAD_LAYOUT_BLOCKS = (False, True, "nested", "enable")
+# kata 7 (blind round 6): a layout whose steps start with this pseudo-step is called under torch.no_grad(): its
+# graph starts with grad off, and Dynamo writes no switch before the first step (probes.ENTRY_OFF)
+GRAD_LAYOUT_ENTRY_OFF = ("called under torch.no_grad()", False)
 
 
 def grad_mode_block_layouts() -> st.SearchStrategy[tuple]:
@@ -538,8 +556,9 @@ def grad_mode_block_layouts() -> st.SearchStrategy[tuple]:
     and the first step an unrelated value inside a block, so the graph switches the grad mode before the pair
     (a filter that takes the mode before any switch as unknown or as grad-on then meets a switch it must follow).
     The Linear, the GELU and the insertion point each land in a block of their own, together, nested, or with a
-    block between them that closes before the reader. Shrinks toward a closed `no_grad` block, then the pair with
-    grad on."""
+    block between them that closes before the reader. Half of the layouts are called under torch.no_grad()
+    (GRAD_LAYOUT_ENTRY_OFF first): the graph then starts with grad off, with no switch saying so, and only the
+    enable_grad blocks run with grad on. Shrinks toward a closed `no_grad` block, then the pair with grad on."""
     return _grad_mode_block_layout()
 
 
@@ -553,5 +572,6 @@ def _grad_mode_block_layout(draw) -> tuple:
     blocks = [draw(st.sampled_from((False, "nested", "enable")))]
     blocks += draw(st.lists(st.sampled_from((True, False, "nested", "enable")), min_size=len(kinds),
                             max_size=len(kinds)))
-    return ("layout", tuple(zip(["unrelated"] + kinds, blocks)), draw(st.sampled_from(GRAD_LAYOUT_GELU_FORMS)),
+    entry = (GRAD_LAYOUT_ENTRY_OFF,) if draw(st.booleans()) else ()
+    return ("layout", entry + tuple(zip(["unrelated"] + kinds, blocks)), draw(st.sampled_from(GRAD_LAYOUT_GELU_FORMS)),
             draw(st.integers(min_value=0, max_value=2**16)))

@@ -169,17 +169,35 @@ VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "t", "transpose", "p
                 "unfold", "detach", "as_strided", "split", "chunk", "unbind"}
 
 
+# attributes that are views: Dynamo records `w.T` as getattr(w, "T")
+VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "real", "imag"}
+
+
+def _aliases_its_first_argument(node: torch.fx.Node) -> bool:
+    """Does `node`'s result share the memory of its first argument: a view (`t[0]`, `t.permute(...)`, `w.T`), or an
+    in-place write, which returns the tensor it wrote (`u = t.mul_(1.0)` is t)?"""
+    if node.op not in ("call_method", "call_function") or not node.args or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    if node.target is operator.getitem:
+        return True
+    if node.target is getattr:
+        return len(node.args) > 1 and node.args[1] in VIEW_ATTRIBUTES
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return name in VIEW_METHODS or _writes_in_place(node, {node.args[0]})
+
+
 def _views_of(inputs: set, graph: torch.fx.Graph) -> set:
     """Every node that shares memory with one of `inputs`: the input, its views (`t[0]`, `t.view(-1)`, `w.t()`, a
-    view of a view), the tensor it is a view of (its base, the base's base) and that base's other views. Each view
-    node is traced back, in graph order, to the tensor at the root of its chain; nodes with one root share memory."""
+    view of a view), the tensor it is a view of (its base, the base's base), that base's other views, and what an
+    in-place write into any of them returned. Each such node is traced back, in graph order, to the tensor at the
+    root of its chain; nodes with one root share memory."""
     root = {}
     for node in graph.nodes:
         root[node] = node
-        if node.op in ("call_method", "call_function") and node.args and isinstance(node.args[0], torch.fx.Node) and (
-                node.target is operator.getitem
-                or (node.target if node.op == "call_method" else getattr(node.target, "__name__", "")) in VIEW_METHODS):
+        if _aliases_its_first_argument(node):
             root[node] = root.get(node.args[0], node.args[0])
+        elif node.kwargs.get("out") is not None and isinstance(node.kwargs["out"], torch.fx.Node):
+            root[node] = root.get(node.kwargs["out"], node.kwargs["out"])  # torch.mul(a, b, out=t) returns t
     shared = {root.get(node, node) for node in inputs}
     return set(inputs) | {node for node, base in root.items() if base in shared}
 

@@ -285,6 +285,12 @@ def torch_level_calls_are_torch(ctx):
     gm = captured("attention", "symbolic_trace")
     expect_node(ctx, find_node(gm, lambda n: n.op == "call_method", "call_method"), "torch",
                 "a call_method node (x.softmax(...), x.transpose(...)) is a torch-level tensor method")
+    gm = programs.unedited_graph(("aten",), "numel", "dynamo", True)
+    expect_node(ctx, find_node(gm, lambda n: n.op == "call_method", "call_method numel"), "torch",
+                "Dynamo with a symbolic batch records x.numel() as a call_method whose value is a SymInt "
+                "(meta['example_value']): node_dialect answers with the first row that matches, and the call_method "
+                "row comes before the size row, which is about call_function nodes. A tensor method is torch-level "
+                "whatever it records")
 
 
 @CHECKS.check(stage="nodes", weight=2)
@@ -586,7 +592,13 @@ def every_subgraph_of_every_higher_order_op_counts(ctx):
 
 @CHECKS.check(stage="aten", weight=2)
 def subgraphs_inside_tuple_arguments_count(ctx):
-    "a subgraph a higher-order op takes inside a tuple argument counts (flex_attention's mask_mod)"
+    "a subgraph a higher-order op takes inside a tuple or as a keyword argument counts (flex_attention, cond)"
+    expect_program(ctx, ("program", ("cond", ("core",), ("linear",)), "none", "export", False,
+                         "subgraphs_as_keywords"), "aten",
+                   "the cond node takes its branches as keyword arguments (true_fn=, false_fn=): they are still "
+                   "subgraphs it calls, and the false branch holds aten.linear, not core. A higher-order op's "
+                   "subgraphs can sit anywhere among its arguments, kwargs included (node.all_input_nodes lists "
+                   "every node in args and kwargs)")
     cases = programs.FLEX_CASES if ctx.deep else (("core", "not_core", "make_fx"),)
     for score, mask, method in cases:
         expected = "aten" if mask == "not_core" else "core_aten"
@@ -793,7 +805,12 @@ def export_module_guards_fn_is_neutral(ctx):
 
 @CHECKS.check(stage="edge_cases", weight=2)
 def only_the_subgraphs_higher_order_ops_call_count(ctx):
-    "subgraphs left behind by a pass do not count; a call_module to a partition GraphModule is MODULE"
+    "subgraphs left behind by a pass do not count, an unread higher-order op's do; a partition call is MODULE"
+    expect_program(ctx, ("program", ("cond", ("core",), ("linear",)), "none", "export", False, "unread_hops"),
+                   "aten", "a pass made the graph return its input and erased what nothing read, but kept the cond "
+                   "node: no node reads its result, yet it is still in the graph and still calls both branches, and "
+                   "the false one holds aten.linear, not core. Every node counts, read or not, and so do the "
+                   "subgraphs it calls; only a higher-order op node that is gone leaves its branches behind")
     expect_program(ctx, ("program", ("no_grad", ("linear",)), "none", "export", False, "dead_subgraphs"), "torch",
                    "a pass removed the no_grad block's wrap_with_set_grad_enabled node: its subgraph stays an attribute "
                    "of the GraphModule, but no higher-order op calls it any more, so it is not part of the program; "

@@ -3,7 +3,9 @@ into a model, captured one of many ways and edited the way a pass leaves a graph
 
 A program is ("program", body, sizes, method, dynamic, edit):
 
-* body, a tree: ("core",) relu(h) * 2 (core ATen ops); ("linear",) a Linear (aten.linear / aten.t, not core);
+* body, a tree: ("core",) relu(h) * 2 (core ATen ops); ("aten",) the same written with aten overloads
+  (torch.ops.aten.relu.default: aten-level in every capture, Dynamo's too); ("linear",) a Linear (aten.linear /
+  aten.t, not core);
   ("custom",) kata::linear_gelu (a custom op); ("chunk",) torch.chunk(h, 2, -1) swapped and concatenated (a
   torch-level call whose recorded value is a tuple of tensors, not a size); ("seq", a, b) a then b; and the
   higher-order ops (HOPS): ("cond", true_body, false_body) torch.cond, ("map", body) torch._higher_order_ops.map,
@@ -14,6 +16,8 @@ A program is ("program", body, sizes, method, dynamic, edit):
   (torch.sym_max(b * 2, 2)), "float" (torch.sym_float(b) / 2), "bool" (b > 1). Their recorded values are
   SymInt, SymFloat, SymBool with a symbolic batch; plain int and float in a static Dynamo graph (sym_max,
   sym_float); plain int, float and bool after "symbolic_trace_values" (symbolic_trace, then FakeTensorProp).
+  "numel": aten.mul.Tensor(h, x.numel()), a tensor method that reads a size: Dynamo records a call_method `numel`
+  whose value is a SymInt (torch._dynamo.export even with static shapes), export aten.sym_numel.
 * method: a capture of `katas.common.capture.CAPTURES`, "dynamo_export" (torch._dynamo.export) or
   "symbolic_trace_values".
 * edit: "none"; "dead_subgraphs" (a pass makes the graph return its input and drops dead code: the subgraphs of
@@ -22,7 +26,10 @@ A program is ("program", body, sizes, method, dynamic, edit):
   in the graph with no reader); "partitioned" (a partitioner fuses runs of call_function nodes into call_module
   GraphModules, as katas 4 and 5 do); "unread_node" (a pass half done: it added an aten.t.default node that no
   node reads, in the innermost subgraph the graph's first higher-order op calls, or in the graph itself when it
-  calls none; nodes nobody reads still count).
+  calls none; nodes nobody reads still count); "unread_hops" (the output returns the input, and the pass erases
+  the call nodes nothing reads except higher-order ops: each higher-order op it reaches stays, read by no node, and
+  still calls its subgraphs); "subgraphs_as_keywords" (every cond node, in subgraphs too, takes its branches and
+  operands as keyword arguments, true_fn=, false_fn=, operands=: the graph still runs).
 
 Also here: `flex_graph`, flex_attention captured with its mask's subgraph inside the block-mask tuple argument
 (`FLEX_CASES`: which subgraph holds which level, and the capture).
@@ -39,8 +46,8 @@ import torch.nn as nn
 WIDTH = 4
 BATCH = 4
 HOPS = ("cond", "map", "scan", "no_grad", "autocast", "wrap")
-LEAVES = ("core", "linear", "custom", "chunk")
-SIZES = ("none", "int", "float", "bool")
+LEAVES = ("core", "aten", "linear", "custom", "chunk")
+SIZES = ("none", "int", "float", "bool", "numel")
 # which higher-order ops each capture can take (symbolic_trace cannot trace cond or map; some captures inline a
 # `with` block or wrap rather than keep a higher-order op)
 PROGRAM_CAPTURES = {
@@ -55,7 +62,8 @@ PROGRAM_CAPTURES = {
     "aot_autograd": ("cond", "map", "scan", "no_grad", "autocast", "wrap"),
 }
 DYNAMIC_PROGRAM_CAPTURES = ("dynamo", "dynamo_export", "export", "export_core", "aot_autograd")
-EDITS = ("none", "dead_subgraphs", "unread_get_attrs", "partitioned", "unread_node")
+EDITS = ("none", "dead_subgraphs", "unread_get_attrs", "partitioned", "unread_node", "unread_hops",
+         "subgraphs_as_keywords")
 
 
 def _leaves(body: tuple) -> list[tuple]:
@@ -81,6 +89,8 @@ class ProgramModel(nn.Module):
             counter[0] += 1
             if kind == "core":
                 return torch.relu(h) * 2
+            if kind == "aten":
+                return torch.ops.aten.mul.Tensor(torch.ops.aten.relu.default(h), 2)
             if kind == "linear":
                 return self.lins[index](h)
             if kind == "chunk":
@@ -142,6 +152,8 @@ class ProgramModel(nn.Module):
             return h * ((b / 2) if traced else torch.sym_float(b) / 2)
         if self.sizes == "bool":
             return h * (b > 1)
+        if self.sizes == "numel":
+            return torch.ops.aten.mul.Tensor(h, x.numel())
         if self.sizes == "all":  # every kind at once (the node checks)
             return h * (b * 2 if traced else torch.sym_max(b * 2, 2)) * (
                 (b / 2) if traced else torch.sym_float(b) / 2) * (b > 1)
@@ -208,6 +220,41 @@ def erase_unread_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         if node.op.startswith("call_") and not node.users:
             gm.graph.erase_node(node)
     gm.recompile()
+    return gm
+
+
+def erase_unread_calls_but_hops(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """What a pass that keeps higher-order ops leaves: the output returns the first input, and it erases the call
+    nodes nothing reads (repeatedly, so what fed them goes too), except higher-order ops: those it reaches stay in
+    the graph, read by no node, still calling their subgraphs (gm(x) still runs them)."""
+    first = next(n for n in gm.graph.nodes if n.op == "placeholder" and "val" not in n.meta
+                 or n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor))
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    output.args = (first,) if not isinstance(output.args[0], (tuple, list)) else ((first,),)
+    erased = True
+    while erased:
+        erased = False
+        for node in reversed(list(gm.graph.nodes)):
+            if (node.op.startswith("call_") and not node.users
+                    and not isinstance(node.target, torch._ops.HigherOrderOperator)):
+                gm.graph.erase_node(node)
+                erased = True
+    gm.recompile()
+    return gm
+
+
+def conds_take_keywords(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """What a pass that rewrites control flow may leave: every cond node, in `gm` and in every subgraph, called as
+    cond(pred, true_fn=..., false_fn=..., operands=...). torch.cond takes keywords, so the graph still runs."""
+    for module in gm.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            if node.op == "call_function" and node.target is torch.ops.higher_order.cond and len(node.args) == 4:
+                pred, true_fn, false_fn, operands = node.args
+                node.args = (pred,)
+                node.kwargs = {"true_fn": true_fn, "false_fn": false_fn, "operands": operands}
+        module.recompile()
     return gm
 
 
@@ -284,6 +331,10 @@ def program_graph(program: tuple) -> torch.fx.GraphModule:
         return partition(gm)
     if edit == "unread_node":
         return add_unread_node(gm)
+    if edit == "unread_hops":
+        return erase_unread_calls_but_hops(gm)
+    if edit == "subgraphs_as_keywords":
+        return conds_take_keywords(gm)
     return gm
 
 
@@ -291,6 +342,8 @@ def describe_body(body: tuple) -> str:
     kind = body[0]
     if kind == "core":
         return "relu(h) * 2"
+    if kind == "aten":
+        return "aten.mul.Tensor(aten.relu.default(h), 2)"
     if kind == "linear":
         return "Linear(h)"
     if kind == "custom":
@@ -326,6 +379,11 @@ EDIT_TEXT = {"none": "", "dead_subgraphs": "\nthen a pass made the graph return 
              "unread_node": "\nthen a pass added an aten.t.default node that no node reads (it has not run "
              "eliminate_dead_code() yet), in the innermost subgraph the first higher-order op calls (in the graph "
              "itself when it has none)",
+             "unread_hops": "\nthen a pass made the graph return its input and erased the call nodes nothing read, "
+             "except higher-order ops (repeatedly, without eliminate_dead_code()): each higher-order op it reached stays, "
+             "read by no node, and still calls its subgraphs",
+             "subgraphs_as_keywords": "\nthen a pass rewrote every cond node, in subgraphs too, to take its branches "
+             "and operands as keyword arguments: cond(pred, true_fn=..., false_fn=..., operands=...)",
              "partitioned": "\nthen a partitioner (CapabilityBasedPartitioner.partition_and_fuse) fused the tensor "
                             "call_functions into call_module GraphModules fused_N"}
 
@@ -333,8 +391,10 @@ EDIT_TEXT = {"none": "", "dead_subgraphs": "\nthen a pass made the graph return 
 def describe_program(program: tuple) -> str:
     _, body, sizes, method, dynamic, edit = program
     how = method + (" with a symbolic batch size b" if dynamic else "")
-    return (f"program: x of shape ({BATCH}, {WIDTH}); h = {describe_body(body)}; return h{describe_sizes(sizes)} "
-            f"(b = x.shape[0])\ncaptured with: {how}{EDIT_TEXT[edit]}")
+    result = ("aten.mul.Tensor(h, x.numel())" if sizes == "numel"
+              else f"h{describe_sizes(sizes)} (b = x.shape[0])")
+    return (f"program: x of shape ({BATCH}, {WIDTH}); h = {describe_body(body)}; return {result}"
+            f"\ncaptured with: {how}{EDIT_TEXT[edit]}")
 
 
 # --- flex_attention: a subgraph inside a tuple argument ---------------------------------------------------------

@@ -11,7 +11,7 @@ Nothing is compared with the reference.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -21,9 +21,10 @@ from checker.kit import load_module
 from checker.kit import CheckFailed, Checks, expect, fuzz
 from katas.common import describe
 from katas.common.models import LayerSpec, MLPSpec
-from katas.common.strategies import (IN_PLACE_WRITES, LINEAR_GELU_DEVICES, NOT_PAIR_INPUT_WRITES, OUT_BUFFER_LAYOUTS,
+from katas.common.strategies import (GRAD_LAYOUT_ENTRY_OFF, IN_PLACE_WRITES, LINEAR_GELU_DEVICES, NOT_PAIR_INPUT_WRITES, OUT_BUFFER_LAYOUTS,
                                      PAIR_INPUT_WRITES, grad_mode_block_layouts, grad_mode_layouts,
-                                     linear_gelu_call_pairs, linear_gelu_call_pairs_sharing_weight, linear_gelu_calls_any_dtype,
+                                     linear_gelu_call_pairs, linear_gelu_call_pairs_sharing_input,
+                                     linear_gelu_call_pairs_sharing_weight, linear_gelu_calls_any_dtype,
                                      linear_gelu_calls_any_layout, mlp_specs, trained_grad_mode_layouts)
 
 _HIDDEN = Path(__file__).parent
@@ -389,10 +390,19 @@ def gradients_match_eager(ctx):
     fuzz(ctx, linear_gelu_calls_any_layout(), prop, describe=describe_call)
 
 
+SHARED_TEXT = {"weight": "ONE weight tensor (tied layers)", "x": "ONE input tensor x (two heads on one activation)"}
+
+
+def _shared(pair: tuple) -> str | None:
+    """What the two calls of a pair share: "weight", "x" or nothing (None)."""
+    shared = pair[2] if len(pair) > 2 else None
+    return "weight" if shared is True else shared or None
+
+
 def describe_two_calls(pair: tuple) -> str:
-    shared = len(pair) > 2 and pair[2]
+    shared = _shared(pair)
     return (f"  first call: {OpCase(**pair[0]).describe()}\n  second call: {OpCase(**pair[1]).describe()}"
-            + ("\n  both calls share ONE weight tensor (tied layers): its gradient is the sum of both calls'"
+            + (f"\n  both calls share {SHARED_TEXT[shared]}: its gradient is the sum of both calls'"
                if shared else ""))
 
 
@@ -400,12 +410,15 @@ def _eager_op(x, weight, bias, approximate):
     return F.gelu(F.linear(x, weight, bias), approximate=approximate)
 
 
-def compare_shared_weight_calls(pair: tuple, seen: list) -> None:
-    """Two calls sharing one weight: outputs and gradients against the same two calls made with eager ops."""
-    want = probes.gradients_of_two_calls(None, pair[0], pair[1], shared_weight=True, op=_eager_op)
+def compare_shared_calls(pair: tuple, seen: list) -> None:
+    """Two calls sharing one weight or one x: outputs and gradients against the same two calls made with eager
+    ops."""
+    shared = _shared(pair)
+    want = probes.gradients_of_two_calls(None, pair[0], pair[1], shared=shared, op=_eager_op)
     for i, (raw, got, ref) in enumerate(zip(pair, seen, want)):
         case, which = OpCase(**raw), ("first", "second")[i]
-        call = f"on the {which} of two calls sharing one weight, made before one backward ({case.describe()})"
+        call = (f"on the {which} of two calls sharing one {'weight' if shared == 'weight' else 'input x'}, made "
+                f"before one backward ({case.describe()})")
         expect_forward_close(case, got["out"], ref["out"], msg=lambda m: (
             f"the forward output of linear_gelu {call} differs from F.gelu(F.linear(...)):\n{m}"))
         for name in ("x", "weight", "bias"):
@@ -415,20 +428,25 @@ def compare_shared_weight_calls(pair: tuple, seen: list) -> None:
             expect(got[name] is not None, f"{call} {name} received no gradient; eager gives one.")
             torch.testing.assert_close(got[name], ref[name], **grad_tolerance(case.dtype), msg=lambda m, name=name: (
                 f"the gradient of {name} differs from eager autograd {call}"
-                + (" (the weight's gradient is the sum of both calls')" if name == "weight" else "") + f":\n{m}"))
+                + (f" ({name}'s gradient is the sum of both calls')" if name == shared else "") + f":\n{m}"))
 
 
-SHARED_WEIGHT_PAIRS = (  # tried before the random pairs: one weight, two calls with other approximate and bias
+SHARED_WEIGHT_PAIRS = (  # tried before the random pairs: one weight (or one x), two calls, other approximate and bias
     ({"lead": (2,), "in_features": 4, "out_features": 3, "bias": True, "approximate": "none"},
      {"lead": (3,), "in_features": 4, "out_features": 3, "bias": False, "approximate": "tanh", "seed": 1}, True),
     ({"lead": (2, 3), "in_features": 3, "out_features": 5, "bias": False, "approximate": "tanh"},
      {"lead": (2,), "in_features": 3, "out_features": 5, "bias": True, "approximate": "none", "seed": 2}, True),
+    # blind round 6: state kept in a table keyed by x (its memory) loses the first call's entry
+    ({"lead": (2,), "in_features": 4, "out_features": 3, "bias": True, "approximate": "none",
+      "x_requires_grad": True},
+     {"lead": (2,), "in_features": 4, "out_features": 5, "bias": False, "approximate": "tanh", "seed": 3,
+      "x_requires_grad": True}, "x"),
 )
 
 
 @CHECKS.check(stage="autograd", weight=2)
 def backward_keeps_each_calls_state(ctx):
-    "two calls of linear_gelu before one backward, also sharing one weight: each call's gradients are its own (approximate and bias kept on ctx)"
+    "two calls of linear_gelu before one backward, also sharing one weight or one x: each call's gradients are its own (approximate and bias kept on ctx)"
     def alone_is_wrong(raw: dict) -> str:
         """The failure of this call made alone, or "" if alone it is right."""
         try:
@@ -438,11 +456,11 @@ def backward_keeps_each_calls_state(ctx):
         return ""
 
     def prop(pair: tuple) -> None:
-        shared = len(pair) > 2 and pair[2]
-        seen = ctx.probe(probes.gradients_of_two_calls, pair[0], pair[1], shared)
+        shared = _shared(pair)
+        seen = ctx.probe(probes.gradients_of_two_calls, pair[0], pair[1], shared or False)
         try:
             if shared:
-                compare_shared_weight_calls(pair, seen)
+                compare_shared_calls(pair, seen)
             for i, (raw, got) in enumerate(zip(pair[:2], seen)):
                 if not shared:
                     compare_gradients(OpCase(**raw), got, where=f" ({('first', 'second')[i]} of two calls made "
@@ -458,14 +476,15 @@ def backward_keeps_each_calls_state(ctx):
             raise CheckFailed(
                 f"{exc}\nEach call alone gets the right gradients; together before one backward they do not. Each "
                 "call's backward must use that call's own approximate and bias: keep them on ctx in setup_context, "
-                "never in a global, an attribute of the op, or a table keyed by the weight (or any input): two "
-                "layers may share one weight, and the later call overwrites the entry. README.md, 'Step 3: "
-                "autograd'.") from None
+                "never in a global, an attribute of the op, or a table keyed by the weight, by x or by any input: "
+                "two layers may share one weight, two heads may read one x, and the later call overwrites the "
+                "entry. README.md, 'Step 3: autograd'.") from None
 
     for pair in SHARED_WEIGHT_PAIRS:
         prop(pair)
     pairs = st.one_of(linear_gelu_call_pairs().map(lambda pair: (*pair, False)),
-                      linear_gelu_call_pairs_sharing_weight().map(lambda pair: (*pair, True)))
+                      linear_gelu_call_pairs_sharing_weight().map(lambda pair: (*pair, "weight")),
+                      linear_gelu_call_pairs_sharing_input().map(lambda pair: (*pair, "x")))
     fuzz(ctx, pairs, prop, describe=describe_two_calls, max_examples=6 if not ctx.deep else 12)
 
 
@@ -550,6 +569,10 @@ def out_variant_writes_the_answer(ctx):
                 "into a copy leaves out's memory as it was. Write into out itself: out.copy_(result), result "
                 "shaped as out. README.md, 'Step 4: an out= variant'.")
         expect(seen["returned"] == "None", f"linear_gelu_out returned {seen['returned']}; an out= op returns None.")
+        if _rounding_apart(seen["out"], want):  # the answer, computed in another precision: not a layout problem
+            rule = (f" `out` holds the answer up to rounding only: the kernel computed in another dtype than x's "
+                    f"({case.dtype}), e.g. a .float() detour that rounds float64 down to float32. Compute in x's "
+                    f"own dtype, as the op does. README.md, 'Step 1: the op'.")
         torch.testing.assert_close(seen["out"], want, msg=lambda m: f"after {where}, `out` does not hold the "
                                                                    f"answer:{rule}\n{m}")
         expect(seen["same_memory"],
@@ -571,6 +594,25 @@ def out_variant_writes_the_answer(ctx):
                 f"does not hold the answer afterwards ({case.describe()}, `out` {layout}). A compiler believes the "
                 "schema: if it does not say `out` is written, the call has no effect it must keep, and it may drop "
                 f"it; and a kernel must write into out's memory, not rebind it.\n{m}"))
+    # blind round 6: half-precision calls large enough to tell a float32 detour from eager (the op's own rule)
+    for raw in OUT_VARIANT_HALF_CASES:
+        case = OpCase(**raw)
+        seen = ctx.probe(probes.out_variant, raw, "fresh")
+        want = eager_linear_gelu(case)["out"]
+        expect_forward_close(case, seen["out"], want, msg=lambda m: (
+            f"after linear_gelu_out({case.describe()}), `out` does not hold the answer:\n{m}"))
+        expect_no_float32_detour(case, seen["out"], want, float32_detour(case)["out"], "linear_gelu_out's answer")
+
+
+def _rounding_apart(got, want: torch.Tensor) -> bool:
+    """Whether `got` differs from `want` by rounding only (a computation in a lower precision), not by a layout."""
+    return (isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype == want.dtype
+            and not torch.equal(got, want) and torch.allclose(got.double(), want.double(), rtol=1e-2, atol=1e-3))
+
+
+# blind round 6: an out= kernel that takes a float32 detour for half-precision inputs only (HALF_DTYPE_CASES' first
+# two: one bfloat16, one float16)
+OUT_VARIANT_HALF_CASES = HALF_DTYPE_CASES[:2]
 
 
 # --- Step 5: the rewrite ----------------------------------------------------------------------------------
@@ -674,7 +716,9 @@ def rewriter_respects_no_grad_blocks(ctx):
 
 CHAINED_VIEW_WRITES = probes.CHAINED_VIEW_WRITES  # writes through a view of a view (blind round 3)
 BASE_WRITES = tuple(probes.BASE_WRITES)  # t a view of s, a write into s or another view of it (blind round 5)
-LAYOUT_WRITES = IN_PLACE_WRITES + PAIR_INPUT_WRITES + CHAINED_VIEW_WRITES + BASE_WRITES  # every write into a pair input
+VIEW_WRITES = tuple(probes.VIEW_WRITES)  # through views the lesson does not name, and w.T (blind round 6)
+# every write into a pair input
+LAYOUT_WRITES = IN_PLACE_WRITES + PAIR_INPUT_WRITES + CHAINED_VIEW_WRITES + BASE_WRITES + VIEW_WRITES
 WRITTEN = {  # what a write of PAIR_INPUT_WRITES writes into (those of IN_PLACE_WRITES: t)
     "w.mul_(0.5)": "w, the pair's weight", "b.add_(1.0)": "b, the pair's bias",
     "t[0].mul_(0.5)": "t, the pair's input x, through the view t[0]",
@@ -699,6 +743,20 @@ WRITTEN = {  # what a write of PAIR_INPUT_WRITES writes into (those of IN_PLACE_
     "t = s[0]; s[1].mul_(0.5)": "s[1], another view of s, the tensor the pair's input t = s[0] is a view of; s[1] "
                                 "holds none of t's elements, but torch counts writes per base (one version counter "
                                 "for s and all its views), so autograd sees t written",
+    # blind round 6: an in-place op returns the tensor it wrote; views the lesson's list does not name
+    "t = s.mul_(1.0)[0]; s.add_(1.0)": "s, the tensor that s.mul_(1.0) wrote and returned: the pair's input t = "
+                                       "s.mul_(1.0)[0] is a view of that result, which IS s (an in-place op returns "
+                                       "the tensor it wrote)",
+    "t = s[0]; a = s.mul_(1.0); a[0].add_(1.0)": "a[0], where a = s.mul_(1.0) is s itself (an in-place op returns the "
+                                                 "tensor it wrote), so a[0] is the pair's input t = s[0]",
+    "t.permute(2, 0, 1).mul_(0.5)": "t, the pair's input x, through the view t.permute(2, 0, 1)",
+    "t.unsqueeze(0).mul_(0.5)": "t, the pair's input x, through the view t.unsqueeze(0)",
+    "w.T.mul_(0.5)": "w, the pair's weight, through the view w.T (Dynamo records getattr(w, 'T'))",
+    "w.select(0, 1).mul_(0.5)": "w, the pair's weight, through the view w.select(0, 1)",
+    "torch.narrow(b, 0, 1, 2).zero_()": "b, the pair's bias, through the view torch.narrow(b, 0, 1, 2)",
+    "t.flatten().add_(1.0)": "t, the pair's input x, through t.flatten() (a view of a contiguous tensor)",
+    "torch.movedim(w, 0, 1).mul_(0.5)": "w, the pair's weight, through the view torch.movedim(w, 0, 1)",
+    "t.diagonal(dim1=1, dim2=2).mul_(0.5)": "t, the pair's input x, through the view t.diagonal(dim1=1, dim2=2)",
 }
 NOT_SAVED_BY_EAGER = {"t": "saves x only when the weight requires grad, and here it does not",
                       "w": "saves the weight only when x requires grad, and here it does not",
@@ -710,23 +768,32 @@ NOT_WRITES = {"u.mul_(2.0)": "`u.mul_(2.0)` writes into u, which the pair does n
               "unrelated": "`other(x * t.abs().mean())` reads t and writes nothing"}
 
 
-def grad_is_on(block) -> bool:
-    """The grad mode of a layout step (katas.common.strategies.GRAD_LAYOUT_BLOCKS): on outside every block and
-    inside an enable_grad block."""
-    return block is True or block == "enable"
+def grad_is_on(block, entry_on: bool = True) -> bool:
+    """The grad mode of a layout step (katas.common.strategies.GRAD_LAYOUT_BLOCKS): on inside an enable_grad block,
+    and outside every block when the model is called with grad on (`entry_on`)."""
+    return (block is True and entry_on) or block == "enable"
+
+
+def layout_entry(layout: tuple) -> tuple[bool, tuple]:
+    """Whether the layout's model is called with grad on, and its steps without the GRAD_LAYOUT_ENTRY_OFF marker."""
+    steps = tuple(layout[1])
+    if steps and tuple(steps[0]) == GRAD_LAYOUT_ENTRY_OFF:
+        return False, steps[1:]
+    return True, steps
 
 
 def layout_rule(layout: tuple) -> tuple[range, str]:
     """For a layout of grad_mode_layouts (or trained_grad_mode_layouts): the fused counts the lesson allows (0 to
     1, exactly 0 or exactly 1), and what the lesson says about the pair, for a failure message. The replacement
     goes before the first reader."""
-    kinds = [kind for kind, _ in layout[1]]
-    modes = [grad_is_on(block) for _, block in layout[1]]
+    entry_on, steps = layout_entry(layout)
+    kinds = [kind for kind, _ in steps]
+    modes = [grad_is_on(block, entry_on) for _, block in steps]
     first, gelu, reader = kinds.index("linear"), kinds.index("gelu"), kinds.index("reader")
     writes = [kinds[i] for i in range(first + 1, reader) if kinds[i] in LAYOUT_WRITES]
     before = [kind for kind in kinds[:first] if kind in LAYOUT_WRITES]
     later = [kind for kind in kinds[reader + 1:] if kind in LAYOUT_WRITES]
-    switch = len({block for _, block in layout[1][first:reader + 1]}) > 1  # a block opens or closes in between
+    switch = len({block for _, block in steps[first:reader + 1]}) > 1  # a block opens or closes in between
     same_mode = modes[first] == modes[gelu] == modes[reader]
     trains = tuple(layout[4]) if len(layout) > 4 else ()
     recorded = bool(trains) and not switch and modes[first]  # autograd records the fused op: it saves x, w and b
@@ -770,10 +837,13 @@ def layout_rule(layout: tuple) -> tuple[range, str]:
         return range(0, 2), ("Here the Linear, the GELU and the first reader run in the same grad mode, with a closed block "
                    "between them: fusing is allowed and so is refusing, but the values and gradients must stay "
                    "eager's. README.md, 'Where the rewriter puts the new node'.")
+    entry = ("" if entry_on else " The model is called under torch.no_grad(): its graph starts with grad off, and "
+             "Dynamo writes no switch for that (it writes one only where the mode changes), so the mode before the "
+             "first switch is the caller's, not necessarily on.")
     return range(0, 2), ("Here the Linear, the GELU and the GELU's first reader do not all run in the same grad mode: fused "
                "before the first reader, the op would run in another grad mode than the Linear or the GELU did. "
-               "Refuse it (a grad-mode switch lies between the match's first node and the insertion point). "
-               "README.md, 'Where the rewriter puts the new node'.")
+               "Refuse it (a grad-mode switch lies between the match's first node and the insertion point)." + entry
+               + " README.md, 'Where the rewriter puts the new node'.")
 
 
 LAYOUT_READS = {"reader": ("head(h)", "   # the first reader of h"), "reader2": ("tail(h)", "   # another reader"),
@@ -782,7 +852,8 @@ LAYOUT_READS = {"reader": ("head(h)", "   # the first reader of h"), "reader2": 
 
 def describe_layout(layout: tuple) -> str:
     """A layout of grad_mode_layouts as the forward pass it builds (probes.GradLayout)."""
-    kinds = {kind for kind, _ in layout[1]}
+    entry_on, steps = layout_entry(layout)
+    kinds = {kind for kind, _ in steps}
     trains = tuple(layout[4]) if len(layout) > 4 else None
     writes = any(kind in LAYOUT_WRITES for kind in kinds)
     copies = any(probes.WRITTEN_INPUT.get(kind) in ("w", "b") for kind in kinds)
@@ -805,8 +876,10 @@ def describe_layout(layout: tuple) -> str:
         lines.append("  w, b = fc.weight * 1, fc.bias * 1")
     if "u.mul_(2.0)" in kinds:
         lines.append("  u = x.detach().clone()")
+    if not entry_on:
+        lines.insert(0, "  # the model is called under torch.no_grad(): grad is off from the graph's first node")
     block, inner, y = False, False, False
-    for kind, where in layout[1]:
+    for kind, where in steps:
         if where is not True and not block:
             lines.append("  with torch.no_grad():")
         block = where is not True
@@ -829,7 +902,10 @@ def describe_layout(layout: tuple) -> str:
         lines.append(("          " if inner else "      " if block else "  ") + text)
     extra = [f" + {name}.sum()" for name, used in (("w", copies), ("b", copies), ("u", "u.mul_(2.0)" in kinds),
                                                     ("r", "nn.ReLU()(t)" in kinds), ("t", writes)) if used]
-    lines.append("  return y" + "".join(extra))
+    if entry_on:
+        lines.append("  return y" + "".join(extra))
+    else:
+        lines += ["  with torch.enable_grad():", "      return y" + "".join(extra)]
     return "\n".join(lines)
 
 
@@ -922,7 +998,28 @@ EDGE_LAYOUTS = (  # layouts of grad_mode_layouts tried before the random ones: e
      "nn.GELU('tanh')", 49, ("x", "b")),
     ("layout", (("linear", True), ("gelu", True), ("reader", True), ("t = s.view(4, 3, 4)[:2]; s.mul_(0.5)", True)),
      "F.gelu(z)", 50, ("x",)),
+    # blind round 6: the model called under torch.no_grad(), so the graph starts with grad off and no switch says
+    # so: the Linear with grad off, the GELU and its reader in an enable_grad block (refuse, or eager's frozen Linear
+    # gets gradients); the whole pair in one enable_grad block, or with grad off throughout (fuse)
+    ("layout", (GRAD_LAYOUT_ENTRY_OFF, ("linear", True), ("gelu", "enable"), ("reader", "enable")), "F.gelu(z)", 51),
+    ("layout", (GRAD_LAYOUT_ENTRY_OFF, ("unrelated", True), ("linear", "enable"), ("gelu", "enable"),
+                ("reader", "enable")), "nn.GELU()", 52),
+    ("layout", (GRAD_LAYOUT_ENTRY_OFF, ("linear", True), ("gelu", True), ("reader", True)), "nn.GELU('tanh')", 53),
 )
+
+
+def _window_kinds(layout: tuple) -> set:
+    """The writes a layout places between its Linear and the GELU's first reader."""
+    kinds = [kind for kind, _ in layout_entry(layout)[1]]
+    return set(kinds[kinds.index("linear") + 1:kinds.index("reader")]) & set(LAYOUT_WRITES)
+
+
+# blind round 6: every kind of write, once, between the GELU and its first reader with grad on (a random layout meets
+# few of them per run): those no edge layout above already puts there
+WINDOW_LAYOUTS = tuple(
+    ("layout", (("linear", True), ("gelu", True), (kind, True), ("reader", True)),
+     ("F.gelu(z)", "nn.GELU()", "nn.GELU('tanh')")[i % 3], 60 + i)
+    for i, kind in enumerate(k for k in LAYOUT_WRITES if not any(k in _window_kinds(e) for e in EDGE_LAYOUTS)))
 
 
 @CHECKS.check(stage="rewrite", weight=3)
@@ -939,7 +1036,7 @@ def rewriter_moves_no_pair_past_a_switch_or_write(ctx):
                     fused=fused, explain=explain, explain_values=fused.start == 0,
                     model=describe_layout(layout) if show else "")
 
-    for layout in EDGE_LAYOUTS:
+    for layout in EDGE_LAYOUTS + WINDOW_LAYOUTS:
         prop(layout, show=True)
     fuzz(ctx, grad_mode_layouts(writes=LAYOUT_WRITES, others=tuple(NOT_PAIR_INPUT_WRITES)), prop,
          describe=describe_layout, max_examples=3 if not ctx.deep else 18)

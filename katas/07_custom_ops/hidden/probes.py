@@ -270,19 +270,23 @@ def gradients(attempt: ModuleType, case: dict) -> dict:
             "backward_ops": dict(seen.ops)}
 
 
-def gradients_of_two_calls(attempt: ModuleType, first: dict, second: dict, shared_weight: bool = False,
+def gradients_of_two_calls(attempt: ModuleType, first: dict, second: dict, shared: bool | str = False,
                            op: Optional[Callable] = None) -> list[dict]:
     """Two calls of the attempt's linear_gelu (two layers), then one backward of the sum of both losses: each
-    call's output and gradients. Each call's gradients depend on that call alone. With `shared_weight`, the
-    second call reuses the first call's weight tensor (tied layers): its gradient, in both results, is the sum
-    of both calls'. `op` replaces the attempt's op (the checks pass eager F.gelu(F.linear(...)) for the answer)."""
+    call's output and gradients. Each call's gradients depend on that call alone. `shared` "weight" (or True):
+    the second call reuses the first call's weight tensor (tied layers); "x": it reuses the first call's x (two
+    heads on one activation). The shared tensor's gradient, in both results, is the sum of both calls'. `op`
+    replaces the attempt's op (the checks pass eager F.gelu(F.linear(...)) for the answer)."""
     op = op or custom_op(attempt, "linear_gelu")
+    shared = "weight" if shared is True else shared
     calls = []
     for i, raw in enumerate((first, second)):
         case = _as_case(raw)
         x, weight, bias = case.tensors(requires_grad=True)
-        if shared_weight and i == 1:
+        if shared == "weight" and i == 1:
             weight = calls[0][1]
+        if shared == "x" and i == 1:
+            x = calls[0][0]
         calls.append((x, weight, bias, op(x, weight, bias, case.approximate)))
     total = sum((out * _grad_weights(out)).sum().double() for *_, out in calls)
     total.backward()
@@ -453,6 +457,19 @@ PAIR_INPUT_WRITES = {  # katas.common.strategies.PAIR_INPUT_WRITES: into w, b (z
     "b[1:].view(-1)[0:2].zero_()": lambda v: v["b"][1:].view(-1)[0:2].zero_(),
 }
 CHAINED_VIEW_WRITES = ("t[0].view(-1).mul_(0.5)", "w.t()[1:].mul_(0.5)", "b[1:].view(-1)[0:2].zero_()")
+# blind round 6: views the lesson's list does not name (every op that returns a view shares its input's memory), and
+# w.T, which Dynamo records as getattr(w, "T")
+VIEW_WRITES = {
+    "t.permute(2, 0, 1).mul_(0.5)": lambda v: v["t"].permute(2, 0, 1).mul_(0.5),
+    "t.unsqueeze(0).mul_(0.5)": lambda v: v["t"].unsqueeze(0).mul_(0.5),
+    "w.T.mul_(0.5)": lambda v: v["w"].T.mul_(0.5),
+    "w.select(0, 1).mul_(0.5)": lambda v: v["w"].select(0, 1).mul_(0.5),
+    "torch.narrow(b, 0, 1, 2).zero_()": lambda v: torch.narrow(v["b"], 0, 1, 2).zero_(),
+    "t.flatten().add_(1.0)": lambda v: v["t"].flatten().add_(1.0),
+    "torch.movedim(w, 0, 1).mul_(0.5)": lambda v: torch.movedim(v["w"], 0, 1).mul_(0.5),
+    "t.diagonal(dim1=1, dim2=2).mul_(0.5)": lambda v: v["t"].diagonal(dim1=1, dim2=2).mul_(0.5),
+}
+PAIR_INPUT_WRITES.update(VIEW_WRITES)
 # blind round 5: the pair's input t is itself a view of a base s = torch.stack((x, x)) (shape (2, 2, 3, 4)), made
 # as the text before "; " says, and the write (after "; ") goes into that base, a view of a view of it, or another
 # view of it that overlaps t; every one writes into t's memory. Each write kind also says how t is made.
@@ -465,10 +482,24 @@ BASE_WRITES = {
     # no element of t, but the same base: torch counts writes per base (one version counter), so a backward that
     # saved t fails all the same
     "t = s[0]; s[1].mul_(0.5)": (lambda s: s[0], lambda v: v["s"][1].mul_(0.5)),
+    # blind round 6: an in-place op returns the tensor it wrote, so its result shares that tensor's memory: t a view
+    # of what s.mul_(1.0) returned (that is s), or an alias a = s.mul_(1.0) made before the pair, written later
+    "t = s.mul_(1.0)[0]; s.add_(1.0)": (lambda s: s.mul_(1.0)[0], lambda v: v["s"].add_(1.0)),
+    "t = s[0]; a = s.mul_(1.0); a[0].add_(1.0)": (lambda s: (s[0], {"a": s.mul_(1.0)}),
+                                                   lambda v: v["a"][0].add_(1.0)),
 }
 PAIR_INPUT_WRITES.update({kind: write for kind, (_, write) in BASE_WRITES.items()})
 WRITTEN_INPUT = {kind: kind.replace("torch.transpose(", "")[0] for kind in PAIR_INPUT_WRITES}  # "t", "w" or "b"
 WRITTEN_INPUT.update({kind: "t" for kind in BASE_WRITES})
+WRITTEN_INPUT.update({"torch.narrow(b, 0, 1, 2).zero_()": "b", "torch.movedim(w, 0, 1).mul_(0.5)": "w"})
+# blind round 6: a layout whose first step is ENTRY_OFF is called under torch.no_grad(), so Dynamo's graph starts with
+# grad off and writes no switch before its first node; its result is summed under torch.enable_grad()
+ENTRY_OFF = ("called under torch.no_grad()", False)
+
+
+def grad_context(model: nn.Module):
+    """The grad mode a model is called in: torch.no_grad() for a layout called that way, else as it is."""
+    return torch.no_grad() if getattr(model, "entry_off", False) else contextlib.nullcontext()
 NOT_PAIR_INPUT_WRITES = {  # katas.common.strategies.NOT_PAIR_INPUT_WRITES: no write into the pair's inputs
     "u.mul_(2.0)": lambda v: v["u"].mul_(2.0),
     "nn.ReLU()(t)": lambda v: v.__setitem__("r", v["relu"](v["t"])),
@@ -503,6 +534,8 @@ class GradLayout(nn.Module):
     def __init__(self, layout: tuple) -> None:
         super().__init__()
         steps, form = layout[1], layout[2]
+        self.entry_off = bool(steps) and tuple(steps[0]) == ENTRY_OFF
+        steps = steps[1:] if self.entry_off else steps
         self.trains = tuple(layout[4]) if len(layout) > 4 else None
         self.fc = nn.Linear(4, 5)
         self.act = Pair.FORMS[form]
@@ -555,6 +588,9 @@ class GradLayout(nn.Module):
             trained = self.trains is not None and "x" in self.trains
             values["s"] = torch.stack((x, x)) if trained else torch.stack((x, x)).detach()
             t = self.base(values["s"])
+            if isinstance(t, tuple):  # the view, and aliases made with it (an in-place op's result)
+                t, made = t
+                values.update(made)
         elif self.trains is not None:
             t = x * 1 if "x" in self.trains else x.detach().clone()
         else:
@@ -575,11 +611,12 @@ class GradLayout(nn.Module):
                           "enable": torch.enable_grad}[block]():
                         for kind in kinds:
                             self._step(kind, x, t, values)
-        out = values["out"]
-        for name in ("w", "b", "u", "r"):
-            if name in values:
-                out = out + values[name].sum()
-        return out + t.sum() if self.writes or self.trains is not None else out
+        with torch.enable_grad() if self.entry_off else contextlib.nullcontext():
+            out = values["out"]
+            for name in ("w", "b", "u", "r"):
+                if name in values:
+                    out = out + values[name].sum()
+            return out + t.sum() if self.writes or self.trains is not None else out
 
 
 RECIPES: dict[str, Callable[[], nn.Module]] = {
@@ -631,7 +668,8 @@ def _run_and_backward(model: nn.Module, call: Callable, x: torch.Tensor) -> dict
     x = x.detach().clone().requires_grad_()
     for p in model.parameters():
         p.grad = None
-    outputs = _outputs(call(x))
+    with grad_context(model):
+        outputs = _outputs(call(x))
     total = loss(outputs)
     if isinstance(total, torch.Tensor):
         total.backward()
@@ -653,7 +691,7 @@ def _dynamo_graph(model: nn.Module, x: torch.Tensor) -> tuple[torch.fx.GraphModu
 
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=keep, fullgraph=True)
-    with quiet():
+    with quiet(), grad_context(model):
         compiled(x.detach().clone().requires_grad_())  # as _run_and_backward calls it: no recompile there
     gm, example_inputs = graphs[0]
     return gm, example_inputs, compiled, graphs

@@ -117,7 +117,10 @@ def no_grad_mode_switch(match, original_graph, pattern_graph) -> bool:
     inner = {n for n in match.nodes_map.values()
              if isinstance(n, torch.fx.Node) and n not in match.placeholder_nodes}
     readers = {u for r in match.returning_nodes for u in r.users}
-    mode, modes = True, set()
+    # the mode the graph starts in: the opposite of what its first switch sets (a model called under no_grad starts
+    # with grad off, and Dynamo writes no switch for that); with no switch, every node shares one mode
+    first = next((n for n in original_graph.nodes if _is_grad_switch(n)), None)
+    mode, modes = True if first is None else not bool(first.args[0]), set()
     for n in original_graph.nodes:
         if n in readers:
             return modes == {mode}
@@ -128,10 +131,22 @@ def no_grad_mode_switch(match, original_graph, pattern_graph) -> bool:
     return len(modes) == 1
 
 
-def _is_view(n: torch.fx.Node) -> bool:
+VIEW_NAMES = ("getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze",
+              "flatten", "unflatten", "diagonal", "movedim", "swapaxes", "expand", "detach", "view_as",
+              "reshape_as", "unfold", "as_strided")
+
+def _aliases_first_argument(n: torch.fx.Node) -> bool:
+    """A view of its first argument, `w.T` (getattr), or an in-place write, which returns the tensor it wrote
+    (blind round 6: `a = s.mul_(1.0)` is s)."""
     name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
-    return name in ("getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze",
-                    "squeeze", "flatten")
+    if n.op == "call_function" and n.target is getattr:
+        return len(n.args) > 1 and n.args[1] in ("T", "mT", "H", "mH")
+    return (name in VIEW_NAMES or (name.endswith("_") and not name.endswith("__"))
+            or name in ("iadd", "isub", "imul", "itruediv") or n.kwargs.get("inplace") is True)
+
+
+def _is_view(n: torch.fx.Node) -> bool:
+    return _aliases_first_argument(n)
 
 
 def no_in_place_write(match, original_graph, pattern_graph) -> bool:

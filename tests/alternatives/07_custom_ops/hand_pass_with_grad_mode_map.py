@@ -89,7 +89,10 @@ def linear_gelu_out(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.
 
 
 def _grad_mode_at(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
-    mode, modes = True, {}
+    # the mode the graph starts in is the opposite of what its first switch sets: a model called under no_grad
+    # starts with grad off, and Dynamo writes no switch for that (blind round 6)
+    first = next((n for n in graph.nodes if n.op == "call_function" and n.target is torch._C._set_grad_enabled), None)
+    mode, modes = True if first is None else not bool(first.args[0]), {}
     for node in graph.nodes:
         if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
             mode = bool(node.args[0])
@@ -113,13 +116,23 @@ def _writes_into(node: torch.fx.Node) -> Optional[torch.fx.Node]:
     return node.args[0] if in_place else None
 
 
-_VIEWS = {"getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze"}
+_VIEWS = {"getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze",
+          "flatten", "unflatten", "diagonal", "movedim", "swapaxes", "expand", "detach", "view_as", "as_strided"}
+
+
+def _shares_first_argument(node) -> bool:
+    """A view of its first argument, `w.T` (getattr), or an in-place write, which returns the tensor it wrote."""
+    if node.op == "call_function" and node.target is getattr:
+        return len(node.args) > 1 and node.args[1] in ("T", "mT", "H", "mH")
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return name in _VIEWS or _writes_into(node) is node.args[0]
 
 
 def _memory_of(node):
-    """The tensor whose memory `node` is: itself, or for a view (t[0], t.view(-1), w.t()) what it views."""
-    while isinstance(node, torch.fx.Node) and node.args and (
-            node.target if node.op == "call_method" else getattr(node.target, "__name__", "")) in _VIEWS:
+    """The tensor whose memory `node` is: itself, or for a view (t[0], t.view(-1), w.t(), w.T) or what an in-place
+    write returned (a = t.mul_(1.0)) the tensor it shares."""
+    while isinstance(node, torch.fx.Node) and node.args and isinstance(node.args[0], torch.fx.Node) and (
+            _shares_first_argument(node)):
         node = node.args[0]
     return node
 

@@ -144,22 +144,29 @@ def no_in_place_write(match, original_graph, pattern_graph) -> bool:
         stop = len(order)  # autograd records the fused op: it saves its inputs, so a later write breaks backward
     values = [v for v in match.placeholder_nodes if isinstance(v, torch.fx.Node)]
     for value in list(values):  # an input that is a view (t = s[0]) shares its memory with its base s, and so
-        while value.args and isinstance(value.args[0], torch.fx.Node) and (  # with every other view of s
-                value.target if value.op == "call_method" else getattr(value.target, "__name__", "")) in _VIEWS:
-            value = value.args[0]
+        while value.args and isinstance(value.args[0], torch.fx.Node) and _shares_memory_of_first_argument(value):
+            value = value.args[0]  # with every other view of s
             if value not in values:
                 values.append(value)
     for value in values:  # grows with every view of an input (t[0], t.view(-1), w.t()): it writes there too
         for user in value.users:
             if start < order[user] < stop and _is_in_place_on(user, value):
                 return False
-            name = user.target if user.op == "call_method" else getattr(user.target, "__name__", "")
-            if user.args and user.args[0] is value and name in _VIEWS and user not in values:
+            if user.args and user.args[0] is value and _shares_memory_of_first_argument(user) and user not in values:
                 values.append(user)
     return True
 
 
-_VIEWS = {"getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze"}
+_VIEWS = {"getitem", "view", "reshape", "t", "transpose", "permute", "narrow", "select", "unsqueeze", "squeeze",
+          "flatten", "unflatten", "diagonal", "movedim", "swapaxes", "expand", "detach", "view_as", "as_strided"}
+
+
+def _shares_memory_of_first_argument(node: torch.fx.Node) -> bool:
+    """A view (`t[0]`, `w.T` as getattr), or an in-place write, which returns the tensor it wrote (blind round 6)."""
+    if node.op == "call_function" and node.target is getattr:
+        return len(node.args) > 1 and node.args[1] in ("T", "mT", "H", "mH")
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return name in _VIEWS or (isinstance(node.args[0], torch.fx.Node) and _is_in_place_on(node, node.args[0]))
 
 
 def fuse_with_rewriter(gm: torch.fx.GraphModule) -> int:

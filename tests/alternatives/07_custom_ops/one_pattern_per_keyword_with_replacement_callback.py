@@ -120,13 +120,17 @@ def _no_write_until_insertion(match, graph, pattern) -> bool:
 
 
 def _viewed(node):
-    """What a view (t[0], t.view(-1), w.t(), a view of a view) shares its memory with; other nodes as they are."""
+    """What a view (t[0], t.view(-1), w.t(), w.T, a view of a view) or the result of an in-place write (which is the
+    tensor it wrote: a = s.mul_(1.0) is s) shares its memory with; other nodes as they are."""
     import operator
 
-    views = ("view", "t", "transpose", "reshape", "select", "narrow")
+    views = ("view", "t", "transpose", "reshape", "select", "narrow", "permute", "unsqueeze", "squeeze", "flatten",
+             "unflatten", "diagonal", "movedim", "swapaxes", "expand", "detach", "view_as", "as_strided")
     while isinstance(node, torch.fx.Node) and node.args and (
             node.target is operator.getitem or (node.op == "call_method" and node.target in views)
-            or (node.op == "call_function" and getattr(node.target, "__name__", "") in views)):
+            or (node.op == "call_function" and getattr(node.target, "__name__", "") in views)
+            or (node.target is getattr and node.args[1:2] in (("T",), ("mT",), ("H",), ("mH",)))
+            or (isinstance(node.args[0], torch.fx.Node) and _in_place_target(node) is node.args[0])):
         node = node.args[0]
     return node
 

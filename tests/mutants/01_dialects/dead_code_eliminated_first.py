@@ -7,7 +7,7 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
-KILLED_BY = ("unread_nodes_count_and_the_graph_is_left_alone",)
+KILLED_BY = ("only_the_subgraphs_higher_order_ops_call_count", "unread_nodes_count_and_the_graph_is_left_alone")
 
 
 def detect_dialect(gm):

@@ -8,7 +8,7 @@ from checker.kit import load_reference
 _ref = load_reference("01_dialects", "dialects.py")
 Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError, _ref.node_dialect
 
-KILLED_BY = ("only_the_subgraphs_higher_order_ops_call_count",)
+KILLED_BY = ("only_the_subgraphs_higher_order_ops_call_count", "random_programs_in_every_capture_and_edit")
 
 
 def graph_nodes(gm):

@@ -16,6 +16,7 @@ KILLED_BY = (
     "getitem_does_not_mix_levels",
     "make_fx_export_aot_graphs_are_aten",
     "module_graphs_with_custom_ops_and_packets_are_module",
+    "only_the_subgraphs_higher_order_ops_call_count",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
     "subgraphs_inside_tuple_arguments_count",
     "symbolic_batch_graphs_are_aten",

@@ -13,7 +13,6 @@ KILLED_BY = (
     "every_subgraph_of_every_higher_order_op_counts",
     "functorch_bookkeeping_is_neutral",
     "higher_order_ops_are_neutral",
-    "random_programs_in_every_capture_and_edit",
     "subgraphs_inside_tuple_arguments_count",
 )
 NAMES = {"cond", "while_loop", "wrap_with_set_grad_enabled", "wrap_with_autocast"}

@@ -12,6 +12,7 @@ KILLED_BY = (
     "dialect_is_about_content_not_tool",
     "every_subgraph_of_every_higher_order_op_counts",
     "functorch_bookkeeping_is_neutral",
+    "only_the_subgraphs_higher_order_ops_call_count",
     "overloads_split_by_core_tag",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
     "random_mlps_in_every_capture",

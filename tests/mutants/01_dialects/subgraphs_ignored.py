@@ -10,6 +10,7 @@ KILLED_BY = (
     "control_flow_and_no_grad_graphs_are_aten",
     "every_subgraph_of_every_higher_order_op_counts",
     "mixed_levels_across_subgraphs_raise_mixed",
+    "only_the_subgraphs_higher_order_ops_call_count",
     "random_mlps_in_cond_no_grad_custom_op_or_symbolic_batch",
     "subgraphs_inside_tuple_arguments_count",
     "unread_nodes_count_and_the_graph_is_left_alone",

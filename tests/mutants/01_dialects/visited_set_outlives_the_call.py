@@ -10,6 +10,7 @@ Dialect, MixedDialectError, node_dialect = _ref.Dialect, _ref.MixedDialectError,
 
 KILLED_BY = (
     "every_subgraph_of_every_higher_order_op_counts",
+    "only_the_subgraphs_higher_order_ops_call_count",
     "subgraphs_inside_tuple_arguments_count",
 )
 

@@ -9,8 +9,8 @@ _ref = load_reference("07_custom_ops", "vendor_op.py")
 linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.linear_gelu_backward, _ref.linear_gelu_out
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
-KILLED_BY = ('fake_kernel_matches_real_kernel', 'gradients_match_eager', 'opcheck_passes_on_backward_op',
-    'opcheck_passes_on_forward_op')
+KILLED_BY = ('backward_keeps_each_calls_state', 'fake_kernel_matches_real_kernel', 'gradients_match_eager',
+             'opcheck_passes_on_backward_op', 'opcheck_passes_on_forward_op')
 
 
 @torch.library.custom_op("npu_mutant_bias_grad::linear_gelu_backward", mutates_args=())

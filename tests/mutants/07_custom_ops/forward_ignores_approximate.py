@@ -9,7 +9,8 @@ linear_gelu, linear_gelu_backward, linear_gelu_out = _ref.linear_gelu, _ref.line
 fuse_with_rewriter, npu_training_backend = _ref.fuse_with_rewriter, _ref.npu_training_backend
 
 KILLED_BY = ('backward_keeps_each_calls_state', 'forward_op_computes_linear_gelu', 'gradients_match_eager',
-    'rewriter_fuses_every_form_dynamo_writes', 'training_handles_a_new_batch_size')
+             'rewriter_fuses_every_form_dynamo_writes', 'rewriter_moves_no_pair_past_a_switch_or_write',
+             'training_handles_a_new_batch_size')
 
 
 @torch.library.custom_op("npu_mutant_no_tanh::linear_gelu", mutates_args=())
