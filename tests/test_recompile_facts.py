@@ -210,3 +210,56 @@ def test_mark_unbacked_takes_size_1_into_the_same_graph():
         torch._dynamo.decorators.mark_unbacked(x, 0)
         compiled(x, 1)
     assert counter.frame_count == 1
+
+
+def test_aot_autograd_guards_a_float_attribute_again_and_drops_float64_in_place_updates():
+    """README 'Fix' (blind round 6): through aot_autograd (backend="aot_eager", the step torch.compile's default
+    backend runs before Inductor) a Python float on the instance is guarded on its value, so every call compiles again;
+    a float64 0-dim buffer updated with add_ is not updated at all, while += on it and a float32 buffer's add_ are."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    class FloatCounter(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0.0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * 0.9 ** self.calls
+
+    counts = {}
+    for backend in ("eager", "aot_eager"):
+        torch._dynamo.reset()
+        counter = CompileCounterWithBackend(backend)
+        compiled = torch.compile(FloatCounter(), backend=counter, fullgraph=True)
+        try:
+            for _ in range(12):
+                compiled(torch.ones(2))
+        except torch._dynamo.exc.FailOnRecompileLimitHit:
+            pass
+        counts[backend] = counter.frame_count
+    assert counts == {"eager": 2, "aot_eager": 8}, counts
+
+    class Buffer(torch.nn.Module):
+        def __init__(self, dtype: torch.dtype, update: str) -> None:
+            super().__init__()
+            self.update = update
+            self.register_buffer("c", torch.zeros((), dtype=dtype))
+
+        def forward(self, x):
+            if self.update == "add_":
+                self.c.add_(1)
+            else:
+                self.c += 1
+            return x * self.c.to(x.dtype)
+
+    finals = {}
+    for dtype, update in ((torch.float64, "add_"), (torch.float64, "+="), (torch.float32, "add_")):
+        torch._dynamo.reset()
+        module = Buffer(dtype, update)
+        compiled = torch.compile(module, backend="aot_eager", fullgraph=True)
+        for _ in range(3):
+            compiled(torch.ones(2))
+        finals[(str(dtype), update)] = float(module.c)
+    assert finals == {("torch.float64", "add_"): 0.0, ("torch.float64", "+="): 3.0, ("torch.float32", "add_"): 3.0}, \
+        finals

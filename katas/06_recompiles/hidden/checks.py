@@ -174,6 +174,51 @@ def _deciding_rule(calls: Sequence[tuple], truth: Sequence[Seen], index: int) ->
             f"in every later graph.")
 
 
+def _why_symbolic(calls: Sequence[tuple], truth: Sequence[Seen], index: int, dynamic: bool | None,
+                  predicted: Sequence[str]) -> str:
+    """When both sides compiled call `index` (0-based) and keep different inputs symbolic: for the first input they
+    disagree on, the rule that decided it, worked out from the calls Dynamo compiled before (rules 3 and 5). Says
+    nothing when the rules, so applied, would not give Dynamo's answer."""
+    call, seen = calls[index], truth[index]
+    differing = sorted(set(predicted) ^ set(seen.symbolic))
+    if not differing:
+        return ""
+    name = differing[0]
+    value = _value(call, name) if name == "n" or int(name[2:]) < len(call[0]) else None
+    if name == "n" and name in seen.symbolic and value in (0, 1):
+        return (f"\nWhat decided: n is {value} in this call and symbolic in Dynamo's graph. Rule 3 (sizes 0 and 1 are "
+                f"never symbolic) does not apply to ints: a symbolic n takes 0 and 1 like any other value.")
+    if name != "n" and name not in seen.symbolic and value in (0, 1):
+        return (f"\nWhat decided: {name} is {value} in this call. Rule 3: a size of 0 or 1 is static in the graph "
+                f"compiled for it, whatever the setting (the dimension is still marked for later graphs, rule 5).")
+    if dynamic is not None or value is None or value in (0, 1):
+        return ""
+    compiled = [(i + 1, calls[i]) for i, s in enumerate(truth[:index]) if s.kind == "compile"] + [(index + 1, call)]
+    ranks = {len(c[0]) for _, c in compiled}
+    values = [(at, _value(c, name)) for at, c in compiled if name == "n" or int(name[2:]) < len(c[0])]
+    changed = next(((a, b) for a, b in zip(values, values[1:]) if a[1] != b[1]), None)
+    if name in seen.symbolic:
+        if name != "n" and len(ranks) > 1:
+            return (f"\nWhat decided: the rank of x changed between the calls Dynamo compiled (calls "
+                    f"{', '.join(str(at) for at, _ in compiled)}), and a change of rank marks every dimension of x "
+                    f"(rule 5).")
+        if changed is None:
+            return ""
+        (at_a, was), (at_b, now) = changed
+        zero_one = " A change to 0 or 1 is a change too." if 1 >= min(was, now) else ""
+        return (f"\nWhat decided: {name} was {was} when call {at_a} compiled and {now} when call {at_b} compiled: it "
+                f"changed between two compiles, so it is marked dynamic for good (rule 5).{zero_one}")
+    if changed is not None or (name != "n" and len(ranks) > 1):
+        return ""
+    served = [i + 1 for i, s in enumerate(truth[:index]) if s.kind != "compile"]
+    return (f"\nWhat decided: {name} was {value} at every compile so far (calls "
+            f"{', '.join(str(at) for at, _ in compiled)}), so nothing marked it. Dynamo remembers only the values "
+            f"of the calls it compiled: "
+            + (f"the calls a cached graph served ({', '.join(map(str, served[:6]))}) change nothing in that memory, "
+               f"and " if served else "")
+            + "a recompile caused only by a dtype change or another input makes nothing new symbolic (rule 5).")
+
+
 def _reasons(seen: Seen) -> str:
     if not seen.guard_failures:
         return ""
@@ -192,6 +237,8 @@ def _rule_broken(mine: str, dynamo: str, lesson: str) -> str:
         return f"An Outcome's kind is 'compile', 'reuse' or 'eager' (README.md, 'Predict'), not {mine!r}."
     if "eager" in kinds and "reuse" not in kinds:
         return LIMIT
+    if kinds == {"eager", "reuse"}:
+        return LIMIT_FITS
     if kinds != {"compile"}:
         return ACCEPTING
     return lesson
@@ -222,7 +269,9 @@ def compare_predictions(ctx, calls: Sequence[tuple], dynamic: bool | None, lesso
                 f"{head}\n" + (f"{done}\n" if done else "")
                 + f"call {index}: {call_text(calls[index - 1])}: you predicted {_shown(*mine)}; Dynamo did "
                 f"{_shown_dynamo(seen, compiled_at)}.{_reasons(seen)}"
-                + (_deciding_rule(calls, truth, index - 1) if rule == ACCEPTING else "") + f"\n{rule}"
+                + (_deciding_rule(calls, truth, index - 1) if rule in (ACCEPTING, LIMIT_FITS) else "")
+                + (_why_symbolic(calls, truth, index - 1, dynamic, mine[1]) if mine[0] == seen.kind == "compile"
+                   else "") + f"\n{rule}"
                 + ("\nYour predict() called torch.compile. The checks run it with torch.compile forced to run eagerly "
                    "(set_stance('force_eager')): a prediction comes from the rules, not from Dynamo."
                    if got.get("called_torch_compile") else ""))
@@ -239,6 +288,8 @@ ACCEPTING = ("README.md, 'Predict', rules 1 and 2: a call is served by any cache
              "when no cached graph accepts it is a new graph compiled.")
 LIMIT = ("README.md, 'Predict', rule 1: a new graph is compiled only while fewer than 8 are cached; then a call "
          "no cached graph accepts runs eagerly.")
+LIMIT_FITS = ("README.md, 'Predict', rule 1: with 8 graphs cached, a call no cached graph accepts runs eagerly; "
+              "calls a cached graph does fit still use it (rule 2).")
 ZERO_ONE = ("README.md, 'Predict', rule 3: sizes 0 and 1 are never symbolic: a dimension of size 0 or 1 in the call "
             "being compiled is static in that graph, whatever the setting.")
 DTYPE = ("README.md, 'Predict', rule 5: Dynamo remembers the values per frame, not per dtype: a recompile caused "
@@ -580,6 +631,16 @@ def _settings_note(seen: dict) -> str:
             f"was not in force here: changing a Dynamo setting is not a fix (README.md, 'Fix').")
 
 
+def _shared_state_note(seen: dict) -> str:
+    """The state outside the instance that the fix's calls changed (read in the worker), if any."""
+    shared = seen.get("shared_state") or []
+    if not shared:
+        return ""
+    return (f"\nYour fix's calls changed {', '.join(shared)}: state outside the instance, which every instance "
+            f"shares, so an instance built after another starts where the earlier one stopped (the checks build a "
+            f"new instance for every run). Keep the state in the instance's own buffers. README.md, 'Fix'.")
+
+
 def _expect_calls(where: str, spec: FixSpec, seen: dict, inputs: list[torch.Tensor], expected: list[torch.Tensor],
                   label=lambda index: f"call {index}", why_wrong: str = "", by_row: bool = False) -> None:
     """Every call ran in a compiled graph, without error, and gave the suspect's answer (`by_row`: the message
@@ -601,8 +662,8 @@ def _expect_calls(where: str, spec: FixSpec, seen: dict, inputs: list[torch.Tens
             raise CheckFailed(f"{where}: {label(index)} returned a different answer from suspects.{spec.suspect} "
                               f"on the same calls ({spec.answer}):\n{str(exc).strip()}"
                               f"{_first_wrong_row(x, call['output'], want) if by_row else ''}"
-                              f"{_floor_hint(x, call['output'], want) if by_row else ''}{why_wrong}"
-                              f"{_settings_note(seen)}") from None
+                              f"{_floor_hint(x, call['output'], want) if by_row else ''}"
+                              f"{_shared_state_note(seen) or why_wrong}{_settings_note(seen)}") from None
 
 
 def _built(spec: FixSpec) -> str:
@@ -647,6 +708,38 @@ def check_fix(ctx, spec: FixSpec, norms: Sequence[Sequence[float]] | None = None
            f"{spec.why}. README.md, 'Fix'.")
     expect(graphs >= 1 and any(g["ops"] for g in seen["graphs"]),
            f"{where}: no graph with any op was compiled; the fix's work must happen inside the compiled graph.")
+    _expect_through_aot_autograd(spec, seen["aot"], inputs, expected, where, by_row=norms is not None)
+
+
+AOT_NOTE = ("torch.compile's default backend runs aot_autograd before Inductor generates code; the checks run that "
+            "step with backend='aot_eager'")
+
+
+def _expect_through_aot_autograd(spec: FixSpec, aot: dict, inputs: list[torch.Tensor], expected: list[torch.Tensor],
+                                 where: str, by_row: bool = False) -> None:
+    """The same calls through aot_autograd (backend="aot_eager"): at most MAX_FIX_GRAPHS graphs, every answer the
+    suspect's. A Python float attribute passes Dynamo's graph as an input but is guarded on its value again here."""
+    where = where.replace("fullgraph=True)", "fullgraph=True, backend='aot_eager')", 1)
+    for index, (call, x, want) in enumerate(zip(aot["calls"], inputs, expected), start=1):
+        expect(call["error"] is None,
+               f"{where}: call {index} failed: {call['error']}\n{AOT_NOTE}, and there your fix compiled "
+               f"{aot['graphs']} graph(s) by then. A Python number on the instance (self.calls = 0.0) becomes a "
+               f"value aot_autograd guards on, so every call compiles again: keep changing state in tensor buffers. "
+               f"README.md, 'Fix'.")
+        try:
+            torch.testing.assert_close(call["output"], want, rtol=1e-5, atol=1e-6)
+        except AssertionError as exc:
+            raise CheckFailed(
+                f"{where}: call {index} returned a different answer from suspects.{spec.suspect} ({spec.answer}), "
+                f"though Dynamo's own graph gave the right one:\n{str(exc).strip()}"
+                f"{_first_wrong_row(x, call['output'], want) if by_row else ''}\n{AOT_NOTE}. Measured on torch "
+                f"2.13: a float64 0-dim buffer updated in place (add_, mul_, copy_) is not updated there at all, and "
+                f"a Python float on the instance can be baked in. Keep state in float32 or int64 buffers. "
+                f"README.md, 'Fix'.") from None
+    expect(aot["graphs"] <= MAX_FIX_GRAPHS,
+           f"{where}: Dynamo compiled {aot['graphs']} graphs; a fix compiles at most {MAX_FIX_GRAPHS}, whatever the "
+           f"backend. {AOT_NOTE}: there a Python number on the instance is guarded on its value, so each call that "
+           f"changes it compiles again. README.md, 'Fix'.")
 
 
 @CHECKS.check(stage="fix", weight=3)
@@ -714,7 +807,8 @@ def check_instances(ctx, spec: FixSpec, schedule: Sequence[int]) -> None:
     with torch.no_grad():
         expected = [made[who][0](x.clone()) for who, x in zip(schedule, inputs)]
     seen = ctx.probe(probes.run_fix_instances, spec.name, [state for _, state in made], list(schedule), inputs)
-    where = (f"two {spec.name} instances, A and B (other weights), each compiled with torch.compile(..., "
+    weights = "other weights" if made[0][1] else "built one after the other"
+    where = (f"two {spec.name} instances, A and B ({weights}), each compiled with torch.compile(..., "
              f"fullgraph=True), called in the order {' '.join('AB'[i] for i in schedule)} on x of shape "
              f"{spec.shapes[0]}")
 
@@ -771,6 +865,26 @@ class Served:
     stats: NPUStats
 
 
+# What the device answers when a program it no longer holds is run (katas/common/npu/device.py).
+GONE_PROGRAM = ("no program with handle", "was released from the NPU's program memory")
+
+
+def _serve_call(ctx, key: str, x: torch.Tensor, what: str) -> dict:
+    """One call of a server the probe keeps; a run of a program the device no longer has is told as what it
+    means: the program came from another server."""
+    try:
+        return ctx.probe(probes.serve_call, key, x)
+    except Exception as exc:  # noqa: BLE001 - only the device's "no program" answer is explained; the rest propagates
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        if not any(words in said for words in GONE_PROGRAM):
+            raise
+        raise CheckFailed(
+            f"{what}: the server ran a program the NPU no longer holds ({type(exc).__name__}: {said}). The checks "
+            f"empty the device's program memory before they build new servers, so this program was compiled "
+            f"for an earlier server: the bucket -> program table outlived its server (kept on the class or at module "
+            f"level, which every server shares). Keep the table on the instance (self). README.md, 'Buckets'.") from None
+
+
 def serve_batches(ctx, spec: MLPSpec, batches: Sequence[int], buckets: Sequence[int] | None) -> list[Served]:
     """A BucketedNPU of `spec` called on each batch size in turn; the device's counters are read per call."""
     _fresh_device()
@@ -783,7 +897,7 @@ def serve_batches(ctx, spec: MLPSpec, batches: Sequence[int], buckets: Sequence[
         with torch.no_grad():
             expected = model(x)
         DEVICE.reset()
-        got = ctx.probe(probes.serve_call, key, x)
+        got = _serve_call(ctx, key, x, f"{_served_text(spec, buckets, batches)}batch {batch}")
         served.append(Served(batch, got["output"], expected, got["warnings"], got["fallbacks"], device_stats()))
     return served
 
@@ -970,7 +1084,7 @@ def two_servers_side_by_side(ctx):
             with torch.no_grad():
                 want, other = models[who](x), models[1 - who](x)
             DEVICE.reset()
-            got = ctx.probe(probes.serve_call, keys[who], x)["output"]
+            got = _serve_call(ctx, keys[who], x, f"{head}call {index} ({'AB'[who]}, batch {batch})")["output"]
             compiled += DEVICE.stats.programs_compiled
             expect(got is not None, f"{head}call {index} ({'AB'[who]}, batch {batch}) returned no tensor.")
             if got.shape == want.shape and torch.allclose(got, want, rtol=1.3e-6, atol=1e-5):

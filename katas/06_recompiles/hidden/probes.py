@@ -102,6 +102,34 @@ def build_fix(attempt: ModuleType, name: str, state: dict | None,
     return fix.eval(), missing
 
 
+def _shared_tensors(attempt: ModuleType, name: str) -> dict[str, Any]:
+    """The tensors every instance of the fix `name` would share: attributes of its class (and of its bases written
+    in the attempt) and the attempt's module-level tensors, by the name a message gives them, with a copy of each
+    value to compare after the calls."""
+    found: dict[str, Any] = {}
+    fix = getattr(attempt, name, None)
+    owners = [c for c in getattr(fix, "__mro__", ()) if getattr(c, "__module__", None) == attempt.__name__]
+    for owner in owners:
+        for attr, value in vars(owner).items():
+            if isinstance(value, torch.Tensor):
+                found[f"{owner.__name__}.{attr} (on the class)"] = (value, value.detach().clone())
+    for attr, value in vars(attempt).items():
+        if isinstance(value, torch.Tensor):
+            found[f"{attr} (at module level)"] = (value, value.detach().clone())
+    return found
+
+
+def _changed_shared_state(attempt: ModuleType, name: str, before: dict[str, Any]) -> list[str]:
+    """The names of `before`'s tensors that the calls changed, in place or by rebinding the name."""
+    after = _shared_tensors(attempt, name)
+    changed = []
+    for label, (value, copy) in before.items():
+        now = after.get(label)
+        if now is None or now[0] is not value or now[1].shape != copy.shape or not torch.equal(now[1], copy):
+            changed.append(label)
+    return changed
+
+
 def changed_settings() -> dict:
     """The Dynamo settings of DEFAULT_CACHE_CONFIG whose value in this process is not torch's default."""
     return {k: getattr(torch._dynamo.config, k) for k, v in DEFAULT_CACHE_CONFIG.items()
@@ -112,7 +140,8 @@ def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: d
             arguments: dict | None = None) -> dict:
     """torch.compile(fix, fullgraph=True) with a recording backend, after torch._dynamo.reset(); call it on each
     input in order under no_grad. `state`, for a module fix, is the suspect's parameters, loaded with
-    strict=False. Per call: the output, whether it compiled a graph and whether a compiled graph ran it."""
+    strict=False. Per call: the output, whether it compiled a graph and whether a compiled graph ran it. Also the
+    tensors outside the instance (on the class, at module level) that the calls changed."""
     torch._dynamo.reset()
     fix, missing = build_fix(attempt, name, state, arguments)
     if not isinstance(getattr(attempt, name), type) and inputs:
@@ -122,11 +151,43 @@ def run_fix(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: d
     ran: list[int] = []
     compiled = torch.compile(fix, backend=recording_backend(graphs, ran, _ops), fullgraph=True)
     calls = []
+    shared = _shared_tensors(attempt, name)
     with torch._dynamo.config.patch(DEFAULT_CACHE_CONFIG):
         for x in inputs:
             if not _call_fix(compiled, x, graphs, ran, calls):
                 break
-    return {"calls": calls, "graphs": graphs, "missing_parameters": missing, "changed_settings": changed_settings()}
+    return {"calls": calls, "graphs": graphs, "missing_parameters": missing, "changed_settings": changed_settings(),
+            "shared_state": _changed_shared_state(attempt, name, shared),
+            "aot": run_fix_through_aot_autograd(attempt, name, inputs, state, arguments)}
+
+
+def run_fix_through_aot_autograd(attempt: ModuleType, name: str, inputs: list[torch.Tensor], state: dict | None,
+                                 arguments: dict | None = None) -> dict:
+    """The same calls on a fix built afresh, compiled with fullgraph=True and backend="aot_eager": the aot_autograd
+    step torch.compile's default backend runs before Inductor generates code, where a float attribute is guarded
+    on its value again and some in-place buffer updates behave otherwise than in Dynamo's graph. Per call: the
+    output or the error; and how many graphs Dynamo made."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    torch._dynamo.reset()
+    fix, _ = build_fix(attempt, name, state, arguments)
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(fix, backend=counter, fullgraph=True)
+    calls = []
+    with torch._dynamo.config.patch(DEFAULT_CACHE_CONFIG):
+        for x in inputs:
+            record: dict = {"output": None, "error": None}
+            try:
+                with torch.no_grad(), quiet():
+                    record["output"] = compiled(x.clone())
+            except Exception as exc:  # noqa: BLE001 - any failure of the compiled fix is the check's to report
+                text = str(exc).strip()
+                record["error"] = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+            calls.append(record)
+            if record["error"]:
+                break
+    torch._dynamo.reset()
+    return {"calls": calls, "graphs": counter.frame_count}
 
 
 def run_fix_instances(attempt: ModuleType, name: str, states: list[dict], schedule: list[int],
@@ -141,12 +202,13 @@ def run_fix_instances(attempt: ModuleType, name: str, states: list[dict], schedu
     backend = recording_backend(graphs, ran, _ops)
     compiled = [torch.compile(fix, backend=backend, fullgraph=True) for fix, _ in built]
     calls: list[dict] = []
+    shared = _shared_tensors(attempt, name)
     with torch._dynamo.config.patch(DEFAULT_CACHE_CONFIG):
         for who, x in zip(schedule, inputs):
             if not _call_fix(compiled[who], x, graphs, ran, calls):
                 break
     return {"calls": calls, "graphs": graphs, "missing_parameters": built[0][1] if built else [],
-            "changed_settings": changed_settings()}
+            "changed_settings": changed_settings(), "shared_state": _changed_shared_state(attempt, name, shared)}
 
 
 def _call_fix(compiled: Callable, x: torch.Tensor, graphs: list, ran: list, calls: list) -> bool:

@@ -3,8 +3,9 @@
 Roads taken on purpose away from the hints:
 - predict writes each compiled graph's guards as Python source text (as Dynamo's own guard code is generated) and
   evaluates that text against each later call, instead of keeping per-dimension descriptors;
-- FixedDecayingHead keeps the running decay factor itself in a float64 buffer (multiplied by `rate` each call),
-  not a call counter;
+- FixedDecayingHead keeps the running decay factor itself in a float32 buffer (multiplied by `rate` each call),
+  not a call counter (it was float64 until blind round 6 measured that aot_autograd, behind torch.compile's default
+  backend, drops in-place updates of a float64 0-dim buffer: README.md, 'Fix');
 - FixedRunningMean keeps an incremental (Welford-style) mean and a count, not a total;
 - fixed_rowwise_normalize uses F.normalize(p=2, dim=1, eps=1e-6), which floors each row's norm at eps;
 - BucketedNPU finds the bucket with bisect over the sorted buckets and pads with F.pad.
@@ -115,7 +116,7 @@ class FixedDecayingHead(nn.Module):
         super().__init__()
         self.proj = nn.Linear(features, features)
         self.rate = rate
-        self.register_buffer("factor", torch.ones((), dtype=torch.float64))
+        self.register_buffer("factor", torch.ones((), dtype=torch.float32))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.factor.mul_(self.rate)

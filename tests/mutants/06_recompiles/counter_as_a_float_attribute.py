@@ -1,8 +1,9 @@
-"""Kata 6 — a second correct attempt (blind round k06-r2): correct_guardsource.py with FixedDecayingHead's counter
-kept as a Python FLOAT attribute of the instance instead of a buffer. The lesson's guard table says "a float
-attribute of a module: its value, until it changes once; from the next graph on it is an input of the graph", so
-12 calls compile 2 graphs under fullgraph=True, every call runs in a graph, the state is per instance, and the
-answers are the suspect's (rate ** 3.0 == rate ** 3 in C's pow).
+"""Mistake (blind round 6 found it; once an alternative from blind round 2, correct_guardsource.py with
+FixedDecayingHead's counter kept as a Python FLOAT attribute of the instance): the guard table says a float attribute
+becomes an input of Dynamo's graph once it has changed, so 12 calls are 2 graphs with a backend that runs that graph
+as it is. torch.compile's default backend runs aot_autograd first, which guards on the float's value again: with
+backend="aot_eager" every call compiles again and the ninth raises FailOnRecompileLimitHit. README.md, 'Fix': "A
+Python float attribute of the instance ... is not a fix".
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from katas.common.npu import NPU, NPUFallbackWarning  # noqa: F401 - Part 3 needs them
+
+KILLED_BY = ('decaying_head_compiles_once', 'fixes_keep_constructor_arguments')
 
 RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit in torch 2.13
 
