@@ -349,6 +349,18 @@ def test_a_check_stuck_in_a_loop_is_stopped_at_its_own_limit_with_the_line_and_t
     assert result.status == "fail" and result.duration_s < 60, (result.status, result.duration_s)
 
 
+def test_a_failing_example_found_before_the_time_limit_is_the_verdict_not_a_timeout(warm_launcher):
+    """A check stopped at its limit while Hypothesis was making a failing example smaller reports that example (a
+    failure with its counterexample), not "look for a loop that never ends"."""
+    check = "random_mlps_in_every_capture"
+    result = run_kata(KATA1, ATTEMPTS_DIR / "wrong_then_loops.py", only=(check,), time_limit=120,
+                      check_time_limit=3, launcher=warm_launcher)
+    [found] = result.checks
+    assert found.status == "fail", (found.status, found.message)
+    assert "'not a dialect'" in found.message and "A failing example found:" in found.message, found.message
+    assert "cut short" in found.message and "loop that never ends" not in found.message, found.message
+
+
 def test_each_check_limit_comes_from_its_time_on_the_reference():
     from checker.core.mutation_report import load_report
     from checker.trusted.checks_process import MIN_CHECK_LIMIT, check_limits

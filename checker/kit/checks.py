@@ -133,6 +133,8 @@ def fuzz(
     """
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
+    from checker.channel.answers import ChannelBroken
+
     state: dict[str, Any] = {"failure": None, "example": None, "not_implemented": None}
     deadline = [None]
     first_failure = [0]  # examples tried when the first failure came
@@ -173,10 +175,17 @@ def fuzz(
     run._hypothesis_internal_add_digest = f"{ctx.check_id}|{ctx.profile}".encode()
     stats = {"examples": 0, "seconds": 0.0}
     started = time.monotonic()
+    stopped_while_shrinking = False
     try:
         run()
     except _ShrinkBudgetSpent:
         pass
+    except ChannelBroken:
+        if state["failure"] is None:
+            raise
+        # the worker was stopped (this check's time limit, or a crash) after a failing example was found: that
+        # example is the verdict, not the stop
+        stopped_while_shrinking = True
     except Exception:
         if state["failure"] is None:  # Hypothesis itself failed (e.g. Flaky): report what we saw
             raise
@@ -192,10 +201,15 @@ def fuzz(
     raised_by_attempt = getattr(failure, "remote_type", None) is not None  # an exception from the worker
     if raised_by_attempt or not isinstance(failure, AssertionError):
         headline = f"your code raised {type(failure).__name__}{_attempt_location(ctx, failure)}: {headline}"
-    raise CheckFailed(
-        f"{headline}\n\nSmallest failing example found:\n{describe(state['example'])}\n"
-        f"(replay with --seed {ctx.seed})"
-    ) from failure
+    stopped = ("\n(Making this example smaller was cut short: the process running your code was stopped, at this "
+               "check's time limit or by a crash, while smaller examples were tried. This one fails; a smaller one "
+               "may too.)" if stopped_while_shrinking else "")
+    error = CheckFailed(
+        f"{headline}\n\n{'A' if stopped else 'Smallest'} failing example found:\n{describe(state['example'])}\n"
+        f"(replay with --seed {ctx.seed}){stopped}"
+    )
+    error.found_before_stop = stopped_while_shrinking  # run_checks: a failure, not a timeout
+    raise error from failure
 
 
 def _seed_alone_decides() -> None:

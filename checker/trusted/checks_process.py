@@ -223,8 +223,9 @@ def run_checks(specs: Iterable[CheckSpec], ctx: Context, events: _Events, attemp
             detail = getattr(exc, "remote_traceback", "") or "".join(traceback.format_exception(exc))
             died = isinstance(exc, ChannelBroken)
             if clock is not None and clock.fired:
-                status, message = "timeout", _stopped_message(clock)
                 restarts -= 1  # a check stopped on purpose is not a worker dying: it does not use up a restart
+                if not getattr(exc, "found_before_stop", False):  # else: a failing example, found in time
+                    status, message = "timeout", _stopped_message(clock)
             elif died or getattr(exc, "remote_type", "") == "MemoryError":
                 events.emit(event="crash", id=spec.id, message=message)
         else:

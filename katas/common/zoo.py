@@ -295,6 +295,28 @@ class RestoresLinear(ScaledLinear):
     forward = nn.Linear.forward
 
 
+class TagMixin:
+    """A mixin with no forward: a class that lists it first still takes nn.Linear.forward through its MRO."""
+
+    tag = "npu"
+
+
+class MixinFirstLinear(TagMixin, nn.Linear):
+    """A mixin first, nn.Linear second: __bases__[0] is the mixin, the MRO still reaches nn.Linear, and the forward is
+    nn.Linear.forward: a linear."""
+
+
+class DoublingMixin:
+    """A mixin whose forward doubles its class's next forward."""
+
+    def forward(self, x):
+        return 2 * super().forward(x)
+
+
+class MixinOverridesLinear(DoublingMixin, nn.Linear):
+    """A mixin first that brings its own forward: an nn.Linear subclass that does not keep nn.Linear.forward."""
+
+
 class KeepsReLU(nn.ReLU):
     """Depth 1 activation subclass that keeps nn.ReLU.forward: a relu."""
 

@@ -292,6 +292,7 @@ TWO_PAIRS_2D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS)
 TWO_PAIRS_3D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS, batch=(2, 3))
 TWO_PAIRS_4D = mlp(TWO_PAIRS_TEXT, TWO_PAIRS, batch=(2, 2, 3))
 ONE_PAIR_3D = mlp("the MLP fc0 -> GELU", [(5, True, "gelu")], batch=(2, 3))
+ONE_PAIR_2D = mlp("the MLP fc0 -> GELU", [(5, True, "gelu")])
 FUNCTIONAL_PAIRS = mlp(f"{TWO_PAIRS_TEXT}, written with F.linear/F.gelu", TWO_PAIRS, style="functional")
 NO_BIAS_LAYERS = [(5, False, "gelu"), (3, False, "gelu_tanh")]
 NO_BIAS_TEXT = "the MLP fc0 (no bias) -> GELU -> fc1 (no bias) -> GELU(tanh)"
@@ -661,6 +662,19 @@ SIZE_READER_3D = Case(
          "leave the pair unfused.")
 
 
+# the same reader with no view between the Linear and its GELU: aten.linear (export), the torch-level linear (Dynamo),
+# a call_module (symbolic_trace), a 2-D addmm (make_fx): a pass that moves the sym_size.int onto the fused node (the
+# same size when there is no view) computes the same numbers, so only the fused count shows it
+SIZE_READER_2D = Case(
+    "the MLP fc0 -> GELU, input (3, 4), with s = aten.sym_size.int(z, 0) added by hand to the captured graph "
+    "(z: fc0's output, which the GELU reads with no view between) and the output multiplied by s",
+    ONE_PAIR_2D.build, (3, 4), linears=1, gelus=1, fused=(), edit=add_size_reader,
+    note="Every reader of the Linear's output counts, whatever it reads it for, and wherever it sits: a sym_size.int "
+         "of it is a second user, so the pair is not the GELU's alone. Do not move that reader onto the fused node "
+         "(even where the size would be the same): leave the pair unfused. No capture of torch 2.13 makes such a "
+         "node, but another pass or a graph built by hand can.")
+
+
 class UserSubclasses(nn.Module):
     """nn.Linear and nn.GELU subclasses of a user's own, which a custom Tracer keeps whole as call_module nodes."""
 
@@ -963,6 +977,15 @@ def check_recorded_values(gm: torch.fx.GraphModule, key: str | None, dtype: torc
                f"next pair) read it there: copy the replaced node's meta[{key!r}] onto the fused node.")
         if not all(isinstance(size, int) for size in got.shape):
             continue  # symbolic sizes recorded for static operands: left to the run
+        regrouped = (len(got.shape) == len(want) and tuple(got.shape) != tuple(want) and got.shape[-1] == want[-1]
+                     and sorted(got.shape[:-1]) == sorted(want[:-1]))
+        expect(not regrouped,
+               f"After fuse_linear_gelu {where}, fused node {node.name} computes {tuple(want)} (x "
+               f"{tuple(x_val.shape)} times weight {tuple(w_val.shape)} transposed) where the graph expects "
+               f"{tuple(got.shape)}: the same sizes, grouped another way. The views you dropped did not restore x's "
+               f"leading dims, they regrouped them (a reshape to {tuple(got.shape)}). Drop the views only after "
+               f"proving from node.meta['val'].shape that the output view restores exactly the leading dims the "
+               f"input view flattened, in order; otherwise keep the shape plumbing." + graph_text)
         expect(len(got.shape) == len(want) and all(same_size(a, b) for a, b in zip(got.shape, want))
                and got.dtype == dtype == x_val.dtype,
                f"After fuse_linear_gelu {where}, fused node {node.name} records meta[{key!r}] of shape "
@@ -1427,6 +1450,7 @@ def linear_output_with_two_users_is_not_fused(ctx):
     verify_each(ctx, [INPLACE_ON_PRODUCT_3D, INPLACE_ON_VIEW_3D],
                 ["make_fx", "export", "aot_autograd", "export_core"] if ctx.deep else ["make_fx"])
     verify_each(ctx, [SIZE_READER_3D], ("make_fx", *ONE_PER_FORM[:-1], "export_core") if ctx.deep else ["make_fx"])
+    verify_each(ctx, [SIZE_READER_2D], EVERY_CAPTURE if ctx.deep else ONE_PER_FORM)
 
 
 @CHECKS.check(stage="safety", weight=1)
@@ -1695,6 +1719,29 @@ class SubclassThenGelu(nn.Module):
         return self.act(self.fc(x))
 
 
+class UnreadNodes(nn.Module):
+    """Nodes that symbolic_trace keeps though nothing reads them: an in-place add on a copy of x (its effect reaches
+    fc through h, not through the node) and a GELU of x whose result is dropped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = x.clone()
+        h.add_(1.0)
+        F.gelu(x)
+        return F.gelu(self.fc(h))
+
+
+def add_unread_gelu(gm: torch.fx.GraphModule) -> None:
+    """By hand: g = aten.gelu(x) right after the graph's input, read by nothing."""
+    x = next(n for n in gm.graph.nodes if n.op == "placeholder")
+    with gm.graph.inserting_after(x):
+        gm.graph.call_function(aten.gelu.default, (x,))
+    gm.recompile()
+
+
 @dataclass(frozen=True)
 class ReportCase:
     title: str
@@ -1702,6 +1749,7 @@ class ReportCase:
     input_shape: tuple[int, ...]
     reasons: tuple[str, ...]   # of each GELU, in the order the model computes them
     captures: tuple[str, ...] = EVERY_CAPTURE
+    edit: Callable[[torch.fx.GraphModule], None] | None = None  # a change made by hand to the captured graph
 
     def inputs(self) -> tuple[torch.Tensor]:
         return (torch.randn(*self.input_shape, generator=torch.Generator().manual_seed(3)),)
@@ -1728,6 +1776,11 @@ SUBCLASS_THEN_GELU = ReportCase("a Linear subclass that overrides forward -> nn.
 WRITTEN_OUT_READS = ReportCase("0.5 * z * (1 + tanh(y)) + 0.5 * z * (1 + tanh(x)) + 0.5 * x * (1 + tanh(inner(z))), "
                                "z = fc(x), y = other(x)", WrittenOutReads, (3, 4), ("written_out",) * 3,
                                ("symbolic_trace", "dynamo", "make_fx", "export_core"))
+UNREAD_NODES = ReportCase("h = x.clone(); h.add_(1.0), a node nothing reads; gelu(x), dropped; gelu(fc(h))",
+                          UnreadNodes, (3, 4), ("not_a_linear", "safe"), ("symbolic_trace",))
+UNREAD_GELU = ReportCase("fc -> GELU, with g = aten.gelu(x) added by hand to the captured graph, read by nothing",
+                         lambda: nn.Sequential(nn.Linear(4, 4), nn.GELU()), (3, 4), ("not_a_linear", "safe"),
+                         ("make_fx",), edit=add_unread_gelu)
 SPELLING_CASES = [ReportCase(f"fc -> the written-out GELU ({spelling})", lambda s=spelling: WrittenOutSpelling(s),
                              (3, 4), ("written_out",), ("symbolic_trace", "dynamo", "make_fx"))
                   for spelling in WRITTEN_OUT_SPELLINGS]
@@ -1812,12 +1865,19 @@ def check_report(ctx, case: ReportCase, method: str, *, fuse_with=None) -> None:
     """The attempt's report on `case` captured with `method` (after `fuse_with`'s pass, if given) is exactly the
     case's GELUs with their reasons, in graph order, and leaves the graph as it was."""
     gm = programs.capture_any(case.model(), case.inputs(), method).gm
+    if case.edit is not None:
+        case.edit(gm)
     if fuse_with is not None:
         fuse_with.fuse_linear_gelu(gm)
     want = expected_report(gm, case) if fuse_with is None else expected_after_fusion(gm, case)
-    code = gm.code
+    code, names = gm.code, [node.name for node in gm.graph.nodes]
     where = f"the {method} graph of {case.title}" + (" after the reference's pass" if fuse_with else "")
     got = _report_of(ctx, gm, where)
+    removed = [name for name in names if name not in {node.name for node in gm.graph.nodes}]
+    expect(not removed, f"unfused_pairs removed {', '.join(removed)} from {where}: it only reads the graph, and "
+                        f"every GELU in it is reported, read or not. Deleting nodes nobody reads "
+                        f"(graph.eliminate_dead_code()) changes the learner's graph, and an unread in-place op "
+                        f"among them changes what it computes.")
     expect(got == want, _report_message(where, got, want, gm))
     expect(gm.code == code, f"unfused_pairs changed {where}: it only reads the graph.")
 
@@ -1857,7 +1917,7 @@ def report_says_why_gpt2s_mlps_are_not_fused(ctx):
 @CHECKS.check(stage="report", weight=3)
 def report_gives_each_gelu_its_reason(ctx):
     "every GELU node gets its reason: safe, other_readers (a residual, a second GELU, a view's reader), not_a_linear"
-    for case in (EVERY_REASON, EVERY_REASON_2D, SUBCLASS_THEN_GELU):
+    for case in (EVERY_REASON, EVERY_REASON_2D, SUBCLASS_THEN_GELU, UNREAD_NODES, UNREAD_GELU):
         for method in case.captures:
             check_report(ctx, case, method)
 

@@ -18,4 +18,4 @@ def unfused_pairs(gm):
 
 fuse_linear_gelu = _ref.fuse_linear_gelu
 
-KILLED_BY = ("report_after_a_pass_leaves_out_the_fused_pairs",)
+KILLED_BY = ("report_after_a_pass_leaves_out_the_fused_pairs", "report_gives_each_gelu_its_reason")
