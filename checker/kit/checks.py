@@ -133,8 +133,6 @@ def fuzz(
     """
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
-    from checker.channel.answers import ChannelBroken
-
     state: dict[str, Any] = {"failure": None, "example": None, "not_implemented": None}
     deadline = [None]
     first_failure = [0]  # examples tried when the first failure came
@@ -180,15 +178,15 @@ def fuzz(
         run()
     except _ShrinkBudgetSpent:
         pass
-    except ChannelBroken:
-        if state["failure"] is None:
-            raise
-        # the worker was stopped (this check's time limit, or a crash) after a failing example was found: that
-        # example is the verdict, not the stop
-        stopped_while_shrinking = True
+    except KeyboardInterrupt:
+        raise
     except Exception:
         if state["failure"] is None:  # Hypothesis itself failed (e.g. Flaky): report what we saw
             raise
+    except BaseException:  # the channel broke: the worker was stopped (this check's time limit) or crashed
+        if state["failure"] is None:
+            raise
+        stopped_while_shrinking = True  # after a failing example was found: that example is the verdict
     finally:
         stats["seconds"] = round(time.monotonic() - started, 3)
         ctx.fuzz_runs.append(stats)
